@@ -1,0 +1,57 @@
+# The two commands: `make demo` (site playbook against the built-in lab) and
+# `make test` (every test and quality gate). Both install what they need.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+ANSIBLE_VERSION := 12.3.0
+BUILD := $(CURDIR)/.build
+VENV := $(BUILD)/venv
+PY := $(VENV)/bin/python
+REQ_HASH := $(shell sha256sum requirements.txt | cut -c1-12)
+VENV_STAMP := $(VENV)/.requirements-$(REQ_HASH)
+COLL_STAMP := $(BUILD)/collections/.ansible-$(ANSIBLE_VERSION)
+
+export PATH := $(VENV)/bin:$(PATH)
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
+export PYTHONPATH := $(BUILD)/collections:$(CURDIR)
+
+.PHONY: help setup host venv collections images test demo demo-down clean
+
+help:
+	@echo "make demo       run playbooks/site.yml against the built-in lab and print a per-node summary"
+	@echo "make test       run every test and quality gate (installs what it needs)"
+	@echo "make demo-down  stop the lab nodes and the API stand-in left by make demo"
+	@echo "make clean      remove .build (venv, collections, caches); lab images stay in podman"
+
+setup: host venv collections
+
+host:
+	@tools/setup-host.sh
+
+venv: $(VENV_STAMP)
+$(VENV_STAMP): requirements.txt
+	@echo "==> venv $(VENV)"
+	@rm -rf $(VENV) && python3.11 -m venv $(VENV)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -r requirements.txt
+	@touch $@
+
+collections: $(COLL_STAMP)
+$(COLL_STAMP): $(VENV_STAMP)
+	@$(PY) tools/fetch-collections.py --ansible-version $(ANSIBLE_VERSION) --build-dir $(BUILD) --repo $(CURDIR)
+
+images: setup
+	@$(PY) tests/lab/labctl.py build
+
+test: setup images
+	@tools/run-tests.sh
+
+demo: setup images
+	@tools/demo.sh
+
+demo-down:
+	@tools/demo.sh down
+
+clean:
+	rm -rf $(BUILD)

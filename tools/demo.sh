@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# make demo: start the API stand-in and the lab nodes named in
+# inventory/lab/hosts.yml, then run playbooks/site.yml against them. Both are
+# left running for a look around; `tools/demo.sh down` (make demo-down) stops them.
+set -euo pipefail
+cd "$(dirname "$0")/.." || exit 1
+demo=.build/demo
+inventory=inventory/lab/hosts.yml
+pidfile=$demo/standin.pid
+kubeconfig=$PWD/$demo/kubeconfig
+mkdir -p "$demo"
+
+# One line per lab node: name distro fixture (from the inventory's host vars).
+lab_nodes() {
+  ansible-inventory -i "$inventory" --list | python -c '
+import json, sys
+inv = json.load(sys.stdin)
+for name in inv["gpu_nodes"]["hosts"]:
+    hv = inv["_meta"]["hostvars"][name]
+    print(name, hv["gpuops_lab_distro"], hv.get("gpuops_lab_fixture", ""))
+'
+}
+
+stop_standin() {
+  if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
+    kill "$(cat "$pidfile")"
+    while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.2; done
+  fi
+  rm -f "$pidfile"
+}
+
+mapfile -t nodes < <(lab_nodes)
+names=()
+for line in "${nodes[@]}"; do names+=("${line%% *}"); done
+
+if [[ ${1:-} == down ]]; then
+  stop_standin
+  python tests/lab/labctl.py down "${names[@]}"
+  exit 0
+fi
+
+echo "==> Kubernetes API stand-in"
+stop_standin
+node_args=()
+for n in "${names[@]}"; do node_args+=(--node "$n"); done
+setsid python -m tests.standin serve --kubeconfig "$kubeconfig" --pidfile "$pidfile" "${node_args[@]}" \
+  >"$demo/standin.log" 2>&1 < /dev/null &
+for _ in $(seq 100); do
+  grep -q '^ready ' "$demo/standin.log" && break
+  sleep 0.2
+done
+grep '^ready ' "$demo/standin.log" || { echo "API stand-in did not start:" >&2; cat "$demo/standin.log" >&2; exit 1; }
+
+echo "==> lab nodes"
+for line in "${nodes[@]}"; do
+  read -r name distro fixture <<<"$line"
+  python tests/lab/labctl.py up "$name" --distro "$distro" ${fixture:+--fixture "tests/fixtures/gpus/$fixture"}
+done
+
+echo "==> ansible-playbook playbooks/site.yml"
+K8S_AUTH_KUBECONFIG=$kubeconfig ansible-playbook -i "$inventory" playbooks/site.yml
+
+echo
+echo "Lab nodes and the API stand-in are still running (KUBECONFIG=$kubeconfig); 'make demo-down' stops them."

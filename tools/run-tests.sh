@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs every test and quality gate; called by `make test` (which has set up the
+# venv, the collections and the lab images). Every gate runs even when an
+# earlier one failed, so one run shows everything that is wrong.
+# GATES="pytest lint" limits the run to the named gates.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+repo=$PWD
+build=$repo/.build
+all_gates=(changelog pytest lint sanity importer molecule demo)
+read -r -a gates <<<"${GATES:-${all_gates[*]}}"
+
+gate_changelog() {
+  antsibull-changelog lint
+}
+
+gate_pytest() {
+  python -m pytest tests -q -p no:cacheprovider
+}
+
+gate_lint() {
+  ansible-lint --profile production --offline
+}
+
+# ansible-test needs the collection at ansible_collections/<ns>/<name> as a real
+# directory, so sanity runs on a copy of the files git would commit.
+gate_sanity() {
+  local root=$build/sanity/ansible_collections/gpuops/gpu_operator pip_version
+  rm -rf "$build/sanity" && mkdir -p "$root"
+  git ls-files -co --exclude-standard -z | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -C "$root" -xf -
+  pip_version=$(python - <<'PY'
+import pathlib, re, ansible_test
+src = pathlib.Path(ansible_test.__file__).parent.joinpath("_internal", "python_requirements.py").read_text()
+print(re.search(r"pip='([^']+)'", src).group(1))
+PY
+)
+  # ansible-test lists the collection's files with git.
+  (cd "$root" && git init -q && git add -A) || return 1
+  install -D -m 0644 tools/get-pip-standin.py ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
+  (cd "$root" && ansible-test sanity --python 3.11 --color no)
+}
+
+gate_importer() {
+  local dist=$build/dist
+  rm -rf "$dist" && mkdir -p "$dist"
+  ansible-galaxy collection build --force --output-path "$dist" >/dev/null &&
+    GALAXY_IMPORTER_CONFIG=$repo/tools/galaxy-importer.cfg python -m galaxy_importer.main "$dist"/gpuops-gpu_operator-*.tar.gz
+}
+
+gate_molecule() {
+  molecule test -s lab
+}
+
+gate_demo() {
+  tools/demo.sh && tools/demo.sh down
+}
+
+passed=() failed=()
+for g in "${gates[@]}"; do
+  echo
+  echo "=== gate: $g"
+  start=$SECONDS
+  if "gate_$g"; then passed+=("$g ($((SECONDS - start))s)"); else failed+=("$g ($((SECONDS - start))s)"); fi
+done
+echo
+echo "=== passed: ${passed[*]:-none}"
+echo "=== failed: ${failed[*]:-none}"
+echo "gates: ${#passed[@]} passed, ${#failed[@]} failed"
+((${#failed[@]} == 0))
