@@ -27,7 +27,10 @@ gate_lint() {
 gate_sanity() {
   local root=$build/sanity/ansible_collections/gpuops/gpu_operator pip_version
   rm -rf "$build/sanity" && mkdir -p "$root"
-  git ls-files -co --exclude-standard -z | tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -C "$root" -xf -
+  # Captured sysfs trees keep real PCI addresses (0000:00:09.0); the colons are
+  # illegal in Windows file names, so they stay out of sanity and the tarball.
+  git ls-files -co --exclude-standard -z | grep -zv '^tests/fixtures/gpus/[^/]*/sys/' |
+    tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -C "$root" -xf -
   pip_version=$(python - <<'PY'
 import pathlib, re, ansible_test
 src = pathlib.Path(ansible_test.__file__).parent.joinpath("_internal", "python_requirements.py").read_text()
@@ -44,7 +47,7 @@ gate_importer() {
   local dist=$build/dist
   rm -rf "$dist" && mkdir -p "$dist"
   ansible-galaxy collection build --force --output-path "$dist" >/dev/null &&
-    GALAXY_IMPORTER_CONFIG=$repo/tools/galaxy-importer.cfg python -m galaxy_importer.main "$dist"/gpuops-gpu_operator-*.tar.gz
+    (cd "$dist" && GALAXY_IMPORTER_CONFIG=$repo/tools/galaxy-importer.cfg python -m galaxy_importer.main gpuops-gpu_operator-*.tar.gz)
 }
 
 gate_molecule() {
