@@ -1,0 +1,57 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # Options shared by containerd_nvidia_runtime, docker_nvidia_runtime and crio_nvidia_runtime;
+    # the matching argument spec is module_utils/nvidia_runtime_options.py.
+    DOCUMENTATION = r'''
+options:
+  state:
+    description:
+      - V(present) registers the NVIDIA runtime(s); V(absent) removes everything V(present) added and restores
+        the previous default runtime.
+    type: str
+    choices: [present, absent]
+    default: present
+  runtime_name:
+    description:
+      - Name of the runtime to register, as Kubernetes RuntimeClass handlers refer to it.
+    type: str
+    default: nvidia
+  runtime_binary:
+    description:
+      - Path of the NVIDIA container runtime binary on the node.
+    type: path
+    default: /usr/bin/nvidia-container-runtime
+  variants:
+    description:
+      - Extra runtimes to register next to O(runtime_name).
+      - V(cdi) registers C(<runtime_name>-cdi) running C(<runtime_binary>.cdi);
+        V(legacy) registers C(<runtime_name>-legacy) running C(<runtime_binary>.legacy).
+    type: list
+    elements: str
+    choices: [cdi, legacy]
+    default: []
+  set_as_default:
+    description:
+      - Make O(runtime_name) the runtime's default.
+      - When V(false), a default that names one of the managed runtimes is removed.
+    type: bool
+    default: false
+  enable_cdi:
+    description:
+      - Turn on the container runtime's CDI support.
+    type: bool
+    default: false
+  backup:
+    description:
+      - Keep a timestamped copy of the config file before changing it.
+    type: bool
+    default: false
+'''

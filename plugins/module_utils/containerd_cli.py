@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Running the containerd binary on the node."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+# Parsable, untranslated output whatever the node's locale.
+C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
+
+
+class ContainerdCommandError(Exception):
+    pass
+
+
+def default_config(module):
+    """Text of `containerd config default`, or None when containerd is not installed."""
+    binary = module.get_bin_path('containerd')
+    if binary is None:
+        return None
+    rc, out, err = module.run_command([binary, 'config', 'default'], environ_update=C_LOCALE)
+    if rc != 0:
+        raise ContainerdCommandError('%s config default failed (rc=%d): %s' % (binary, rc, (err or out).strip()))
+    return out

@@ -1,0 +1,426 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Pure transformations of containerd config.toml documents (no I/O).
+
+The rules follow nvidia-ctk so that a file we write means the same to containerd:
+version detection, the CRI plugin table per config version, how a new runtime
+inherits its options and how the default runtime is set and unset.
+Every function works on tomlkit documents so comments, key order and quoting
+of everything we do not touch survive.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import fnmatch
+import re
+
+try:
+    import tomlkit
+    from tomlkit.exceptions import ParseError
+    from tomlkit.items import String, StringType, Table, Whitespace
+    from tomlkit.container import OutOfOrderTableProxy
+except ImportError:  # the module reports the missing library via missing_required_lib
+    tomlkit = None
+
+DEFAULT_VERSION = 2
+DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
+FALLBACK_RUNTIMES = ('runc', 'crun')
+# nvidia-ctk never inherits from a runtime whose name starts with this.
+NVIDIA_PREFIX = 'nvidia'
+
+
+class ConfigError(Exception):
+    """A config cannot be handled; the message names the file position or key."""
+
+
+def parse(text, label='config'):
+    """Parse TOML text; invalid TOML raises ConfigError with line and column."""
+    try:
+        return tomlkit.parse(text)
+    except ParseError as exc:
+        # tomlkit counts columns from 0; editors and humans from 1.
+        reason = re.sub(r' at line \d+ col \d+$', '', str(exc))
+        raise ConfigError('%s: invalid TOML at line %d, column %d: %s' % (label, exc.line, exc.col + 1, reason))
+
+
+def dumps(doc):
+    return tomlkit.dumps(doc)
+
+
+def detect_version(doc):
+    """Empty document: version 2; content without `version`: 1; else the integer."""
+    if len(doc) == 0:
+        return DEFAULT_VERSION
+    if 'version' not in doc:
+        return 1
+    version = doc['version']
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ConfigError('key "version" must be a positive integer, got %r' % (version,))
+    return int(version)
+
+
+def cri_plugin_name(version):
+    if version == 1:
+        return 'cri'
+    if version == 2:
+        return 'io.containerd.grpc.v1.cri'
+    return 'io.containerd.cri.v1.runtime'
+
+
+def cri_keys(version):
+    return ('plugins', cri_plugin_name(version))
+
+
+def runtimes_keys(version):
+    return cri_keys(version) + ('containerd', 'runtimes')
+
+
+def dotted(keys):
+    """Render a key path the way a TOML header would name it."""
+    return '.'.join(tomlkit.key(k).as_string() for k in keys)
+
+
+def _is_table(item):
+    return isinstance(item, (Table, OutOfOrderTableProxy)) or (isinstance(item, dict) and not isinstance(item, String))
+
+
+def get_table(doc, keys, create=False):
+    """Walk to the table at `keys`; a non-table on the way raises ConfigError naming it.
+
+    Missing tables are created (as implicit super tables, so no empty headers
+    appear) when `create` is true, else None is returned.
+    """
+    current = doc
+    for depth, key in enumerate(keys):
+        if key not in current:
+            if not create:
+                return None
+            current[key] = tomlkit.table(is_super_table=True)
+        item = current[key]
+        if not _is_table(item):
+            raise ConfigError('key %s must be a table, found %s' % (dotted(keys[:depth + 1]), type(item).__name__))
+        current = item
+    return current
+
+
+def _string_like(value, tables):
+    """A string item quoted like the first string found in `tables` (literal vs basic)."""
+    literal = False
+    strings = (item for table in tables for item in table.values() if isinstance(item, String))
+    for item in strings:
+        literal = item.type in (StringType.SLL, StringType.MLL)
+        break
+    if literal and "'" not in value and '\n' not in value:
+        return tomlkit.string(value, literal=True)
+    return tomlkit.string(value)
+
+
+def _set_value(table, key, value, style_from=()):
+    """Set a plain value, keeping the old item's quoting or the table's indentation.
+
+    A new string is quoted like the strings in `table`, else in `style_from`.
+    """
+    old = table.get(key)
+    if isinstance(value, str):
+        if isinstance(old, String):
+            literal = old.type in (StringType.SLL, StringType.MLL) and "'" not in value and '\n' not in value
+            item = tomlkit.string(value, literal=literal)
+        else:
+            item = _string_like(value, (table,) + tuple(style_from))
+    else:
+        item = tomlkit.item(value)
+    if old is not None:
+        plain = old.unwrap() if hasattr(old, 'unwrap') else old
+        if plain == value and type(plain) is type(value):
+            return False
+        table[key] = item
+        return True
+    indent = _plain_indent(table)
+    table[key] = item
+    if indent is not None:
+        # tomlkit prefixes the table's own indentation; mirror the siblings instead.
+        item.trivia.indent = indent
+    return True
+
+
+def _plain_indent(table):
+    body = getattr(table, 'value', None)
+    for _key, item in getattr(body, 'body', ()):
+        if _key is not None and not _is_table(item):
+            return item.trivia.indent
+    return None
+
+
+def _delete(table, key):
+    if table is not None and key in table:
+        del table[key]
+        return True
+    return False
+
+
+def default_runtime(doc, version):
+    table = get_table(doc, cri_keys(version) + ('containerd',))
+    if table is None:
+        return None
+    value = table.get('default_runtime_name')
+    return str(value) if isinstance(value, str) else None
+
+
+def is_ours(name, ours):
+    return name in ours or name.startswith(NVIDIA_PREFIX)
+
+
+def inherit_source(docs, version, ours):
+    """Return (name, table, doc) of the runtime a new runtime copies its options from.
+
+    The current default runtime (unless it is one of ours), else runc, else crun,
+    looked up in `docs` in order; (None, None, None) when none exists.
+    """
+    candidates = []
+    for doc in docs:
+        name = default_runtime(doc, version)
+        if name and not is_ours(name, ours):
+            candidates.append(name)
+            break
+    candidates.extend(FALLBACK_RUNTIMES)
+    for name in candidates:
+        for doc in docs:
+            runtimes = get_table(doc, runtimes_keys(version))
+            if runtimes is not None and name in runtimes:
+                table = runtimes[name]
+                if not _is_table(table):
+                    raise ConfigError('key %s must be a table' % dotted(runtimes_keys(version) + (name,)))
+                return name, table, doc
+    return None, None, None
+
+
+def _new_runtime_table(source):
+    if source is None:
+        table = tomlkit.table()
+        table['runtime_type'] = DEFAULT_RUNTIME_TYPE
+        return table
+    return copy.deepcopy(source if isinstance(source, Table) else _proxy_to_table(source))
+
+
+def _unindent(table):
+    """Drop the indentation a table copied from another document brought along.
+
+    Indented sibling headers under an implicit parent do not survive a tomlkit
+    parse/dump round trip, which would make the next run rewrite the file.
+    """
+    for _key, item in table.value.body:
+        if not isinstance(item, Whitespace):
+            item.trivia.indent = ''
+        if isinstance(item, Table):
+            _unindent(item)
+    return table
+
+
+def _proxy_to_table(proxy):
+    # An out-of-order table (defined in pieces) is copied as one regular table.
+    table = tomlkit.table()
+    for key, value in proxy.items():
+        table[key] = copy.deepcopy(value)
+    return table
+
+
+def ensure_runtime(doc, version, name, binary, source, source_doc=None):
+    """Create or update runtime `name`; return True when the document changed.
+
+    A new runtime copies `source` (a runtime table of `source_doc`); copied within
+    the same document its header is indented like the source's, otherwise not at all.
+    """
+    runtimes = get_table(doc, runtimes_keys(version), create=True)
+    changed = False
+    if name not in runtimes:
+        table = _new_runtime_table(source)
+        same_doc = source_doc is doc and isinstance(source, Table)
+        if not same_doc:
+            _unindent(table)
+        runtimes[name] = table
+        runtimes[name].trivia.indent = source.trivia.indent if same_doc else ''
+        changed = True
+    runtime = get_table(doc, runtimes_keys(version) + (name,))
+    runtime_type = runtime.get('runtime_type')
+    if not runtime_type:
+        changed |= _set_value(runtime, 'runtime_type', DEFAULT_RUNTIME_TYPE)
+    if 'options' not in runtime:
+        options = tomlkit.table()
+        runtime['options'] = options
+        runtime['options'].trivia.indent = runtime.trivia.indent
+        changed = True
+    options = get_table(doc, runtimes_keys(version) + (name, 'options'))
+    changed |= _set_value(options, 'BinaryName', binary, style_from=(runtime,))
+    return changed
+
+
+def ensure_version(doc, version):
+    """Give a document without keys its `version`; return True when added.
+
+    A document with keys but no `version` is version 1 by definition, so only
+    an empty one (perhaps holding comments) can lack the key here; without it
+    containerd would read the file as version 1.
+    """
+    if version == 1 or 'version' in doc:
+        return False
+    doc['version'] = version
+    return True
+
+
+def remove_runtime(doc, version, name):
+    return _delete(get_table(doc, runtimes_keys(version)), name)
+
+
+def set_default(doc, version, name):
+    """Set or (name=None) remove default_runtime_name; return True on change."""
+    if name is None:
+        return _delete(get_table(doc, cri_keys(version) + ('containerd',)), 'default_runtime_name')
+    return _set_value(get_table(doc, cri_keys(version) + ('containerd',), create=True), 'default_runtime_name', name)
+
+
+def get_enable_cdi(doc, version):
+    table = get_table(doc, cri_keys(version))
+    if table is None or 'enable_cdi' not in table:
+        return None
+    return bool(table['enable_cdi'])
+
+
+def set_enable_cdi(doc, version, value):
+    """Set or (value=None) remove enable_cdi in the CRI table; return True on change."""
+    if value is None:
+        return _delete(get_table(doc, cri_keys(version)), 'enable_cdi')
+    return _set_value(get_table(doc, cri_keys(version), create=True), 'enable_cdi', value)
+
+
+def apply_present(doc, version, runtimes, set_as_default, enable_cdi, ours, sources=None, stale=()):
+    """Register `runtimes` [(name, binary)] in `doc`.
+
+    `sources` are the documents searched for the runtime to inherit from
+    (default: `doc`); `ours` are every runtime name this module manages, so
+    none of them is inherited from and a default naming one is unset when
+    `set_as_default` is off; `stale` runtimes (managed before, no longer
+    wanted) are removed. Returns the facts needed to undo the change.
+    """
+    source_name, source, source_doc = inherit_source(sources or [doc], version, ours)
+    facts = {
+        'previous_default': default_runtime(doc, version),
+        'previous_enable_cdi': get_enable_cdi(doc, version),
+        'inherited_from': source_name,
+        'version_added': ensure_version(doc, version),
+    }
+    for name in stale:
+        remove_runtime(doc, version, name)
+    for name, binary in runtimes:
+        ensure_runtime(doc, version, name, binary, source, source_doc)
+    current = facts['previous_default']
+    if set_as_default:
+        set_default(doc, version, runtimes[0][0])
+    elif current is not None and current in ours:
+        set_default(doc, version, None)
+    if enable_cdi:
+        set_enable_cdi(doc, version, True)
+    return facts
+
+
+def apply_absent(doc, version, names, previous_default=None, restore_default=False, previous_enable_cdi=None, restore_enable_cdi=False):
+    """Remove runtimes `names`; restore the recorded default and enable_cdi when asked.
+
+    Without a record (restore_default false) a default naming one of `names`
+    is removed, as nvidia-ctk does.
+    """
+    for name in names:
+        remove_runtime(doc, version, name)
+    current = default_runtime(doc, version)
+    if restore_default:
+        if current != previous_default:
+            set_default(doc, version, previous_default)
+    elif current in names:
+        set_default(doc, version, None)
+    if restore_enable_cdi and get_enable_cdi(doc, version) != previous_enable_cdi:
+        set_enable_cdi(doc, version, previous_enable_cdi)
+    _prune_empty(doc, runtimes_keys(version))
+
+
+def _prune_empty(doc, keys):
+    # Drop the implicit tables present may have created, deepest first.
+    for depth in range(len(keys), 0, -1):
+        parent = get_table(doc, keys[:depth - 1]) if depth > 1 else doc
+        key = keys[depth - 1]
+        if parent is None or key not in parent:
+            continue
+        item = parent[key]
+        if isinstance(item, Table) and len(item) == 0 and item.is_super_table():
+            del parent[key]
+        else:
+            return
+
+
+def imports_list(doc):
+    if 'imports' not in doc:
+        return []
+    value = doc['imports']
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        raise ConfigError('key imports must be an array of strings')
+    return [str(entry) for entry in value]
+
+
+def import_covered(doc, path):
+    """True when an `imports` entry (a path or glob) already loads `path`."""
+    return any(entry == path or fnmatch.fnmatchcase(path, entry) for entry in imports_list(doc))
+
+
+def add_import(doc, path, version):
+    """Append `path` to the top-level imports unless already covered.
+
+    Returns (import_added, version_added). An empty document gains `version`
+    first so containerd reads it with the intended schema.
+    """
+    if import_covered(doc, path):
+        return False, False
+    version_added = False
+    if len(doc) == 0:
+        doc['version'] = version
+        version_added = True
+    if 'imports' in doc:
+        doc['imports'].append(path)
+    else:
+        doc['imports'] = [path]
+    return True, version_added
+
+
+def remove_import(doc, path):
+    """Remove `path` from the top-level imports."""
+    if 'imports' not in doc:
+        return
+    imports = doc['imports']
+    for index in range(len(imports) - 1, -1, -1):
+        if imports[index] == path:
+            del imports[index]
+
+
+def drop_lone_version(doc):
+    """Remove `version` (and an empty `imports`) when nothing else is left, as nvidia-ctk does."""
+    if 'imports' in doc and len(doc['imports']) == 0 and set(doc.keys()) == {'version', 'imports'}:
+        del doc['imports']
+    if list(doc.keys()) == ['version']:
+        del doc['version']
+
+
+def copy_cri_section(source_doc, doc, version):
+    """Copy the source's whole CRI plugin table into `doc` (when it has none).
+
+    containerd 1.x replaces a plugin's section wholesale when an import defines
+    it (containerd issue 5837), so a version 2 drop-in must carry the rest of the
+    CRI settings (SystemdCgroup and friends) along with our runtimes.
+    """
+    source = get_table(source_doc, cri_keys(version))
+    if source is None or get_table(doc, cri_keys(version)) is not None:
+        return
+    plugins = get_table(doc, ('plugins',), create=True)
+    plugins[cri_plugin_name(version)] = _unindent(_new_runtime_table(source))
+    plugins[cri_plugin_name(version)].trivia.indent = ''

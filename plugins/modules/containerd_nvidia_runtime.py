@@ -1,0 +1,179 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: containerd_nvidia_runtime
+short_description: Register the NVIDIA container runtime with containerd
+description:
+  - Adds the NVIDIA runtime (and optional variants) to containerd's C(config.toml), following the rules of
+    C(nvidia-ctk runtime configure) so the result means the same to containerd.
+  - Supports config versions 1, 2 and 3 (containerd 1.x and 2.x); the CRI table is chosen from the file's version.
+  - A new runtime copies the options of the current default runtime (unless that is one of ours), else of
+    C(runc), else of C(crun), else starts from runtime_type C(io.containerd.runc.v2); C(options.BinaryName)
+    is set to O(runtime_binary).
+  - Comments, key order, quoting and unrelated tables are kept; a second run changes nothing.
+  - What is needed to undo the change is kept on the node in C(<path>.gpuops-nvidia-runtime.json) (mode 0600),
+    so O(state=absent) gives back the original file byte for byte when nobody edited it since, and otherwise
+    removes only what was added and restores the previous default runtime.
+  - Does not restart containerd.
+version_added: 0.1.0
+author:
+  - gpuops developers (@gpuops)
+requirements:
+  - tomlkit (Python library on the managed node, for example the C(python3-tomlkit) package)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.nvidia_runtime
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+  diff_mode:
+    support: full
+  platform:
+    platforms: posix
+options:
+  path:
+    description:
+      - containerd's top-level config file.
+    type: path
+    default: /etc/containerd/config.toml
+  drop_in:
+    description:
+      - Write the runtime tables to this file instead of editing O(path) in place; O(path)'s top-level C(imports)
+        gains it (existing imports are kept, and C(version) is written when O(path) was empty).
+      - For config version 2 the drop-in also carries a copy of O(path)'s whole CRI table, because containerd 1.x
+        replaces a plugin's section wholesale when an imported file defines it.
+      - Needs config version 2 or later.
+    type: path
+  config_source:
+    description:
+      - Where the starting config comes from when O(path) is missing or empty.
+      - V(auto) uses C(containerd config default) when containerd is installed (so C(SystemdCgroup) and the other
+        defaults survive), else an empty version 2 config.
+      - V(command) always uses C(containerd config default) and fails when containerd is not installed.
+      - V(file) uses the file as it is.
+      - A non-empty O(path) is always edited in place.
+    type: str
+    choices: [auto, file, command]
+    default: auto
+notes:
+  - The state file holds the original config; keep it with the config when moving or restoring nodes.
+seealso:
+  - name: nvidia-ctk runtime configure
+    description: The NVIDIA Container Toolkit command whose rules this module follows.
+    link: https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/install-guide.html#configuring-containerd-for-kubernetes
+'''
+
+EXAMPLES = r'''
+- name: Register the nvidia runtime and make it containerd's default
+  gpuops.gpu_operator.containerd_nvidia_runtime:
+    set_as_default: true
+    enable_cdi: true
+    variants: [cdi]
+  register: containerd_runtime
+
+- name: Register it in a drop-in file instead of editing config.toml's runtime tables
+  gpuops.gpu_operator.containerd_nvidia_runtime:
+    drop_in: /etc/containerd/conf.d/99-nvidia.toml
+
+- name: Undo everything, restoring the previous default runtime
+  gpuops.gpu_operator.containerd_nvidia_runtime:
+    state: absent
+'''
+
+RETURN = r'''
+path:
+  description: The top-level config file.
+  returned: always
+  type: str
+  sample: /etc/containerd/config.toml
+config_version:
+  description: The config's version after the run (a missing or empty file counts as 2).
+  returned: always
+  type: int
+  sample: 2
+cri_table:
+  description: The CRI plugin table the runtimes live under.
+  returned: always
+  type: str
+  sample: plugins."io.containerd.grpc.v1.cri"
+runtimes:
+  description: Names of the runtimes managed (registered by present, removed by absent).
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia, nvidia-cdi]
+default_runtime:
+  description: containerd's default runtime after the run (the drop-in's when it sets one); null when unset.
+  returned: always
+  type: str
+  sample: nvidia
+previous_default_runtime:
+  description: The default runtime in effect before this module first changed the file; null when unset.
+  returned: always
+  type: str
+  sample: runc
+drop_in:
+  description: The drop-in file used, or null.
+  returned: always
+  type: str
+  sample: /etc/containerd/conf.d/99-nvidia.toml
+backup_file:
+  description: The backup of O(path) made by O(backup), or null.
+  returned: always
+  type: str
+  sample: /etc/containerd/config.toml.12345.2025-01-01@00:00:00~
+actions:
+  description: What the module did, or would do in check mode, one C(write PATH) or C(remove PATH) per file.
+  returned: always
+  type: list
+  elements: str
+  sample: [write /etc/containerd/config.toml, write /etc/containerd/config.toml.gpuops-nvidia-runtime.json]
+'''
+
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_runtime
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_cli import ContainerdCommandError, default_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_config import ConfigError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.files import FileError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import common_argument_spec
+
+try:
+    import tomlkit  # noqa: F401 pylint: disable=unused-import
+    HAS_TOMLKIT = True
+    TOMLKIT_IMPORT_ERROR = None
+except ImportError:
+    HAS_TOMLKIT = False
+    TOMLKIT_IMPORT_ERROR = traceback.format_exc()
+
+
+def main():
+    argument_spec = common_argument_spec()
+    argument_spec.update(
+        path=dict(type='path', default='/etc/containerd/config.toml'),
+        drop_in=dict(type='path'),
+        config_source=dict(type='str', default='auto', choices=['auto', 'file', 'command']),
+    )
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    if not HAS_TOMLKIT:
+        module.fail_json(msg=missing_required_lib('tomlkit'), exception=TOMLKIT_IMPORT_ERROR)
+
+    try:
+        plan = containerd_runtime.plan(module.params, containerd_runtime.gather(module), lambda: default_config(module))
+        result = containerd_runtime.execute(module, plan)
+    except (ConfigError, FileError, ContainerdCommandError) as exc:
+        module.fail_json(msg=str(exc), path=module.params['path'])
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The containerd_nvidia_runtime module end to end on temporary files."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpuops.gpu_operator.plugins.modules import containerd_nvidia_runtime
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_runtime import STATE_SUFFIX
+
+FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'containerd', 'default-1.7.24.toml')
+
+
+def run(capsys, **args):
+    args.setdefault('config_source', 'file')
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            containerd_nvidia_runtime.main()
+    return json.loads(capsys.readouterr().out)
+
+
+@pytest.fixture
+def config(tmp_path):
+    path = tmp_path / 'config.toml'
+    with open(FIXTURE, 'rb') as handle:
+        path.write_bytes(handle.read())
+    path.chmod(0o640)
+    return path
+
+
+def snapshot(directory):
+    return {entry.name: os.readlink(entry) if entry.is_symlink() else entry.read_bytes() for entry in directory.iterdir()}
+
+
+def test_present_absent_roundtrip_keeps_mode(capsys, config):
+    original = config.read_bytes()
+    result = run(capsys, path=str(config), set_as_default=True, variants=['cdi'])
+    assert result['changed'] is True
+    assert result['runtimes'] == ['nvidia', 'nvidia-cdi']
+    assert result['default_runtime'] == 'nvidia' and result['previous_default_runtime'] == 'runc'
+    assert result['config_version'] == 2 and result['cri_table'] == 'plugins."io.containerd.grpc.v1.cri"'
+    assert result['drop_in'] is None and result['backup_file'] is None
+    assert stat.S_IMODE(config.stat().st_mode) == 0o640
+    state = config.parent / (config.name + STATE_SUFFIX)
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    assert b'BinaryName = "/usr/bin/nvidia-container-runtime"' in config.read_bytes()
+
+    again = run(capsys, path=str(config), set_as_default=True, variants=['cdi'])
+    assert again['changed'] is False and again['actions'] == []
+
+    removed = run(capsys, path=str(config), state='absent')
+    assert removed['changed'] is True and removed['default_runtime'] == 'runc'
+    assert config.read_bytes() == original
+    assert not state.exists()
+    assert stat.S_IMODE(config.stat().st_mode) == 0o640
+    assert run(capsys, path=str(config), state='absent')['changed'] is False
+
+
+def test_check_mode_writes_nothing_and_reports_actions(capsys, config):
+    before = snapshot(config.parent)
+    result = run(capsys, path=str(config), _ansible_check_mode=True, _ansible_diff=True)
+    assert result['changed'] is True
+    assert result['actions'] == ['write %s' % config, 'write %s%s' % (config, STATE_SUFFIX)]
+    assert snapshot(config.parent) == before
+    assert '+        [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' not in result['diff'][0]['before']
+    assert '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]' in result['diff'][0]['after']
+
+
+def test_diff_shows_before_and_after(capsys, config):
+    original = config.read_text()
+    result = run(capsys, path=str(config), _ansible_diff=True)
+    assert len(result['diff']) == 1  # the state file is bookkeeping, not shown
+    assert result['diff'][0]['before'] == original
+    assert result['diff'][0]['after'] == config.read_text()
+
+
+def test_backup(capsys, config):
+    original = config.read_bytes()
+    result = run(capsys, path=str(config), backup=True)
+    assert result['backup_file'] and os.path.dirname(result['backup_file']) == str(config.parent)
+    with open(result['backup_file'], 'rb') as handle:
+        assert handle.read() == original
+
+
+def test_missing_file_is_created_and_removed_again(capsys, tmp_path):
+    path = tmp_path / 'config.toml'
+    result = run(capsys, path=str(path))
+    assert result['changed'] is True and result['config_version'] == 2
+    assert path.read_text().startswith('version = 2\n')
+    run(capsys, path=str(path), state='absent')
+    assert snapshot(tmp_path) == {}
+
+
+def test_drop_in_roundtrip(capsys, config):
+    original = config.read_bytes()
+    drop_in = config.parent / 'conf.d' / '99-nvidia.toml'
+    drop_in.parent.mkdir()
+    result = run(capsys, path=str(config), drop_in=str(drop_in), set_as_default=True)
+    assert result['drop_in'] == str(drop_in) and result['default_runtime'] == 'nvidia'
+    assert ('"%s"' % drop_in) in config.read_text()
+    assert run(capsys, path=str(config), drop_in=str(drop_in), set_as_default=True)['changed'] is False
+    run(capsys, path=str(config), drop_in=str(drop_in), state='absent')
+    assert config.read_bytes() == original and not drop_in.exists()
+
+
+@pytest.mark.parametrize('setup, message', [
+    (lambda p: p.mkdir(), 'is a directory'),
+    (lambda p: p.symlink_to(p.parent / 'nowhere.toml'), 'does not exist'),
+    (lambda p: p.write_text('version = 2\n[plugins\n'), 'line 2, column 9'),
+    (lambda p: p.write_text('version = 2\n[plugins."io.containerd.grpc.v1.cri"]\ncontainerd = 1\n'),
+     'key plugins."io.containerd.grpc.v1.cri".containerd must be a table'),
+])
+def test_bad_input_fails_and_leaves_file_untouched(capsys, tmp_path, setup, message):
+    path = tmp_path / 'config.toml'
+    setup(path)
+    before = snapshot(tmp_path) if not path.is_dir() else None
+    result = run(capsys, path=str(path))
+    assert result['failed'] is True and message in result['msg']
+    if before is not None:
+        assert snapshot(tmp_path) == before
+
+
+def test_unwritable_directory_fails_cleanly(capsys, tmp_path, monkeypatch):
+    path = tmp_path / 'config.toml'
+    path.write_text('version = 2\n')
+    real_access = os.access
+    # Simulates a read-only mount: os.access is what reports EROFS for root too.
+    monkeypatch.setattr(os, 'access', lambda p, mode: False if mode & os.W_OK else real_access(p, mode))
+    result = run(capsys, path=str(path))
+    assert result['failed'] is True and 'read-only' in result['msg']
+    assert path.read_text() == 'version = 2\n'
+
+
+def test_symlinked_config_stays_a_symlink(capsys, config):
+    link = config.parent / 'link.toml'
+    link.symlink_to(config)
+    run(capsys, path=str(link))
+    assert link.is_symlink() and b'nvidia' in config.read_bytes()
+
+
+def test_command_source_uses_containerd_config_default(capsys, tmp_path, monkeypatch):
+    calls = []
+
+    def fake_run_command(self, args, environ_update=None, **_kwargs):
+        calls.append((args, environ_update))
+        with open(FIXTURE) as handle:
+            return 0, handle.read(), ''
+    monkeypatch.setattr('ansible.module_utils.basic.AnsibleModule.get_bin_path', lambda self, name, *a, **k: '/usr/bin/' + name)
+    monkeypatch.setattr('ansible.module_utils.basic.AnsibleModule.run_command', fake_run_command)
+    path = tmp_path / 'config.toml'
+    result = run(capsys, path=str(path), config_source='command')
+    assert calls == [(['/usr/bin/containerd', 'config', 'default'], {'LC_ALL': 'C', 'LANG': 'C'})]
+    assert result['changed'] is True and 'SystemdCgroup' in path.read_text()
