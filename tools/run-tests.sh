@@ -25,8 +25,10 @@ gate_lint() {
 # ansible-test needs the collection at ansible_collections/<ns>/<name> as a real
 # directory, so sanity runs on a copy of the files git would commit.
 gate_sanity() {
-  local root=$build/sanity/ansible_collections/gpuops/gpu_operator pip_version
-  rm -rf "$build/sanity" && mkdir -p "$root"
+  local top root pip_version rc
+  top=$(mktemp -d "$build/sanity.XXXXXX")
+  root=$top/ansible_collections/gpuops/gpu_operator
+  mkdir -p "$root"
   # Captured sysfs trees keep real PCI addresses (0000:00:09.0); the colons are
   # illegal in Windows file names, so they stay out of sanity and the tarball.
   git ls-files -co --exclude-standard -z | grep -zv '^tests/fixtures/gpus/[^/]*/sys/' |
@@ -41,6 +43,9 @@ PY
   (cd "$root" && git init -q && git add -A) || return 1
   install -D -m 0644 tools/get-pip-standin.py ~/.ansible/test/cache/"get_pip_${pip_version//./_}.py"
   (cd "$root" && ansible-test sanity --python 3.11 --color no)
+  rc=$?
+  rm -rf "$top"
+  return $rc
 }
 
 gate_importer() {
