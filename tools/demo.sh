@@ -22,11 +22,9 @@ for name in inv["gpu_nodes"]["hosts"]:
 }
 
 stop_standin() {
-  if [[ -f $pidfile ]] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
-    kill "$(cat "$pidfile")"
-    while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.2; done
+  if [[ -f $pidfile ]]; then
+    python -m tests.standin stop --pidfile "$pidfile" --missing-ok
   fi
-  rm -f "$pidfile"
 }
 
 mapfile -t nodes < <(lab_nodes)
