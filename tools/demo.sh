@@ -55,8 +55,10 @@ for line in "${nodes[@]}"; do
   python tests/lab/labctl.py up "$name" --distro "$distro" ${fixture:+--fixture "tests/fixtures/gpus/$fixture"}
 done
 
-echo "==> ansible-playbook playbooks/site.yml"
-K8S_AUTH_KUBECONFIG=$kubeconfig ansible-playbook -i "$inventory" playbooks/site.yml
+# The stand-in has no kubelet or scheduler, so the vectorAdd validation Pod
+# could never run here: that stage is left out rather than shown failing.
+echo "==> ansible-playbook playbooks/site.yml --skip-tags validation"
+K8S_AUTH_KUBECONFIG=$kubeconfig ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags validation
 
 echo
 echo "Lab nodes and the API stand-in are still running (KUBECONFIG=$kubeconfig); 'make demo-down' stops them."

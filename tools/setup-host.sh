@@ -4,7 +4,8 @@
 set -euo pipefail
 
 packages=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs
-          conmon containernetworking-plugins git make shellcheck)
+          conmon containernetworking-plugins git make shellcheck
+          python3.11 python3.11-venv)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

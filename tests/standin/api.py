@@ -276,7 +276,8 @@ class StandinAPI(kmock.KubernetesEmulator):
                 'conditions': [{'type': 'Ready', 'status': 'True', 'reason': 'KubeletReady', 'message': 'kubelet is posting ready status',
                                 'lastHeartbeatTime': now, 'lastTransitionTime': now}],
                 'addresses': [{'type': 'Hostname', 'address': name}],
-                'nodeInfo': {'operatingSystem': 'linux', 'architecture': 'amd64'},
+                # No nodeInfo: the schema requires all of its fields (kubelet and kernel
+                # versions, machine ID, ...), which the stand-in would have to invent.
             },
         })
 

@@ -1,0 +1,67 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+
+class ModuleDocFragment(object):
+    # Kubernetes API access with kubernetes.core's option names, aliases and environment
+    # variables; the matching argument spec is AUTH_ARG_SPEC in module_utils/k8s_client.py.
+    DOCUMENTATION = r'''
+options:
+  kubeconfig:
+    description:
+      - Path of a kubeconfig file, or its content as a dictionary.
+      - Without this option and without O(host), E(K8S_AUTH_KUBECONFIG), then C(~/.kube/config), then the
+        in-cluster service account are tried.
+    type: raw
+  context:
+    description:
+      - The kubeconfig context to use (E(K8S_AUTH_CONTEXT)).
+    type: str
+  host:
+    description:
+      - URL of the Kubernetes API server (E(K8S_AUTH_HOST)); overrides the kubeconfig's.
+    type: str
+  api_key:
+    description:
+      - Bearer token for the API (E(K8S_AUTH_API_KEY)).
+    type: str
+  username:
+    description:
+      - User name for basic authentication (E(K8S_AUTH_USERNAME)); needs O(password).
+    type: str
+  password:
+    description:
+      - Password for basic authentication (E(K8S_AUTH_PASSWORD)).
+    type: str
+  validate_certs:
+    description:
+      - Whether to verify the API server's certificate (E(K8S_AUTH_VERIFY_SSL)); the kubeconfig decides when unset.
+    type: bool
+    aliases: [verify_ssl]
+  ca_cert:
+    description:
+      - CA certificate file to verify the API server with (E(K8S_AUTH_SSL_CA_CERT)).
+    type: path
+    aliases: [ssl_ca_cert]
+  client_cert:
+    description:
+      - Client certificate file (E(K8S_AUTH_CERT_FILE)).
+    type: path
+    aliases: [cert_file]
+  client_key:
+    description:
+      - Client key file (E(K8S_AUTH_KEY_FILE)).
+    type: path
+    aliases: [key_file]
+  proxy:
+    description:
+      - HTTP proxy URL to reach the API through (E(K8S_AUTH_PROXY)).
+    type: str
+requirements:
+  - kubernetes (Python library) where the API is called
+'''

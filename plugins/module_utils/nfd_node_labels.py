@@ -1,0 +1,151 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Applying a computed label set to a Node: ownership, the Operator's rules for deploy labels, one merge patch.
+
+`reconcile()` is pure (current labels + what we own + desired set -> plan); `apply()` reads the
+Node, reconciles and sends one JSON merge patch guarded by the resourceVersion it read.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_label_rules import DEPLOY, NFD, PRESENT
+
+# The Node annotation listing the label keys this module set (JSON list), so that stale ones and
+# state=absent remove exactly ours.
+OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
+# Computed labels live under these prefixes; extra_labels may name others (the user asked for them).
+OWNED_PREFIXES = ('nvidia.com/gpu.', 'nvidia.com/cuda.', 'nvidia.com/mig', 'nvidia.com/mps.', NFD + 'pci-', NFD + 'kernel-version.',
+                  NFD + 'system-os_release.')
+CONFLICT_RETRIES = 3
+
+
+class NodeError(Exception):
+    """The API refused or could not be reached; the message names the node and the verb."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+def owned_keys(annotations):
+    """The label keys recorded in the ownership annotation ([] when absent or unreadable)."""
+    try:
+        keys = json.loads((annotations or {}).get(OWNED_ANNOTATION) or '[]')
+    except ValueError:
+        return []
+    return [key for key in keys if isinstance(key, str)] if isinstance(keys, list) else []
+
+
+def reconcile(current, owned, desired, state='present'):
+    """Plan the label change: {labels (after), owned (after), added, updated, removed}.
+
+    present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value
+    already on the Node (pre-installed, paused-for-driver-upgrade, false: the Operator honours it)
+    and is no longer counted as ours;
+    a node that had gpu.present=true and no longer has a GPU gets gpu.present=false and loses its
+    deploy labels; owned labels no longer desired are removed. absent: remove the owned labels.
+    """
+    current = dict(current or {})
+    after = dict(current)
+    owned = set(owned)
+    new_owned = set()
+    if state == 'absent':
+        for key in owned:
+            after.pop(key, None)
+    else:
+        desired = dict(desired)
+        if PRESENT not in desired and current.get(PRESENT) == 'true':
+            desired[PRESENT] = 'false'
+            for key in current:
+                if key.startswith(DEPLOY):
+                    after.pop(key)
+        for key, value in desired.items():
+            if key.startswith(DEPLOY) and value == 'true' and current.get(key) not in (None, '', 'true'):
+                # Kept as found; whoever set that value owns the label from now on.
+                continue
+            after[key] = value
+            new_owned.add(key)
+        for key in owned - set(desired):
+            after.pop(key, None)
+    return dict(
+        labels=after,
+        owned=sorted(new_owned),
+        added=sorted(key for key in after if key not in current),
+        updated=sorted(key for key in after if key in current and after[key] != current[key]),
+        removed=sorted(key for key in current if key not in after),
+    )
+
+
+def merge_patch(current_owned, plan, resource_version):
+    """The JSON merge patch taking the Node from its current labels/annotation to the plan; None when nothing changes."""
+    labels = {key: plan['labels'].get(key) for key in plan['added'] + plan['updated'] + plan['removed']}
+    annotation = json.dumps(plan['owned'], separators=(',', ':')) if plan['owned'] else None
+    annotations = {}
+    if plan['owned'] != sorted(current_owned):
+        annotations[OWNED_ANNOTATION] = annotation
+    if not labels and not annotations:
+        return None
+    metadata = {'resourceVersion': resource_version}
+    if labels:
+        metadata['labels'] = labels
+    if annotations:
+        metadata['annotations'] = annotations
+    return {'metadata': metadata}
+
+
+def _describe(exc, verb, node_name, host):
+    status = getattr(exc, 'status', None)
+    if status:
+        reason = getattr(exc, 'reason', '') or ''
+        try:
+            message = json.loads(getattr(exc, 'body', '') or '{}').get('message', '')
+        except ValueError:
+            message = ''
+        return 'cannot %s Node %s: API answered %s %s%s' % (verb, node_name, status, reason, (': ' + message) if message else '')
+    return 'cannot %s Node %s: the Kubernetes API at %s is unreachable: %s' % (verb, node_name, host, exc)
+
+
+def _call(function, verb, node_name, host):
+    # Imported here: the kubernetes library is only needed where the API is called.
+    from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
+    try:
+        return function()
+    except ApiException as exc:
+        raise NodeError(_describe(exc, verb, node_name, host), exc.status) from exc
+    except Exception as exc:  # urllib3 and socket errors: the API cannot be reached
+        if exc.__class__.__module__.split('.', maxsplit=1)[0] in ('urllib3', 'socket', 'ssl', 'http'):
+            raise NodeError(_describe(exc, verb, node_name, host)) from exc
+        raise
+
+
+def apply(api_client, node_name, desired, state='present', check_mode=False):
+    """Read the Node, reconcile and patch it once; returns (plan, before_labels, changed)."""
+    from kubernetes import client  # pylint: disable=import-outside-toplevel
+    core = client.CoreV1Api(api_client)
+    host = api_client.configuration.host
+    attempt = 0
+    while True:
+        attempt += 1
+        # Raw JSON: only metadata is needed, and the client's models reject a Node
+        # whose status lacks fields they require.
+        response = _call(lambda: core.read_node(node_name, _preload_content=False), 'get', node_name, host)
+        metadata = json.loads(response.data)['metadata']
+        current = dict(metadata.get('labels') or {})
+        owned = owned_keys(metadata.get('annotations'))
+        plan = reconcile(current, owned, desired, state)
+        patch = merge_patch(owned, plan, metadata.get('resourceVersion'))
+        if patch is None or check_mode:
+            return plan, current, patch is not None
+        try:
+            _call(lambda: core.patch_node(node_name, patch, _content_type='application/merge-patch+json'), 'patch', node_name, host)
+            return plan, current, True
+        except NodeError as exc:
+            # 409: the Node changed since it was read (resourceVersion); read it again and redo the plan.
+            if exc.status != 409 or attempt >= CONFLICT_RETRIES:
+                raise

@@ -1,0 +1,304 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: nfd_labels
+short_description: Compute the NFD, GPU Feature Discovery and GPU Operator labels of a node and apply them to its Node
+description:
+  - Computes, on the node itself, the labels that Node Feature Discovery, GPU Feature Discovery and the
+    GPU Operator would put on its Node object, so that no NFD or GFD pod is needed, and applies them in one
+    JSON merge patch.
+  - "NFD: C(feature.node.kubernetes.io/pci-10de.present) (the form the Operator configures NFD with) and the
+    class-qualified C(pci-0300_10de.present) / C(pci-0302_10de.present), C(kernel-version.full/major/minor/revision),
+    C(system-os_release.ID/VERSION_ID/VERSION_ID.major/VERSION_ID.minor)."
+  - "Operator: C(nvidia.com/gpu.present) and C(nvidia.com/gpu.deploy.*) (C(mig-manager) on MIG-capable nodes). A deploy
+    label already on the Node with a non-empty value (V(pre-installed), V(paused-for-driver-upgrade), V(false)) is kept.
+    A Node that had C(gpu.present=true) and no longer shows a GPU gets C(gpu.present=false) and loses its deploy labels."
+  - "GFD: C(gpu.count), C(gpu.product), C(gpu.memory), C(gpu.family), C(gpu.compute.major/minor), C(cuda.driver.*),
+    C(cuda.driver-version.*), C(cuda.runtime.*), C(cuda.runtime-version.*), C(gpu.machine), C(gpu.replicas),
+    C(gpu.sharing-strategy), C(gpu.mode), C(mig.capable), C(mps.capable), C(mig.strategy), and the MIG labels of the
+    single and mixed strategies. A label whose source the node cannot give is left out and the reason is warned about
+    (for example the compute capability when C(nvidia-smi --query-gpu=compute_cap) does not answer)."
+  - The facts come from O(sysfs_root), O(procfs_root), O(os_release_path) and three C(nvidia-smi) queries
+    (C(-q -x), C(--query-gpu), C(-L)). When C(nvidia-smi) is missing or fails on a node whose PCI bus shows a GPU,
+    the NFD and Operator labels are still computed and the failure is warned about.
+  - The module only changes labels under the prefixes it computes (plus O(extra_labels)); the keys it set are
+    recorded in the Node annotation C(gpuops.io/nfd-labels), so labels it set that no longer apply are removed
+    and O(state=absent) removes exactly those.
+version_added: 0.1.0
+author:
+  - gpuops developers (@gpuops)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.discovery
+  - gpuops.gpu_operator.k8s_auth
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: Nothing is written to the API or to O(features_d).
+  diff_mode:
+    support: full
+    details: Shows the Node's labels before and after, and the O(features_d) file.
+  platform:
+    platforms: posix
+options:
+  node_name:
+    description:
+      - Name of the Node object to label. Required when O(apply=true).
+    type: str
+  apply:
+    description:
+      - V(true) patches the Node; V(false) only computes and returns the labels (no API access, no kubernetes library needed).
+    type: bool
+    default: true
+  state:
+    description:
+      - V(present) applies the computed labels; V(absent) removes the labels this module set (and O(features_d)).
+    type: str
+    choices: [present, absent]
+    default: present
+  labels:
+    description:
+      - A label set computed before, typically the RV(labels) of an O(apply=false) run on the GPU node, to apply from
+        the host that reaches the API.
+      - When given, nothing is discovered and O(mig_strategy), O(sharing), O(deploy), O(extra_labels) and O(features_d)
+        are not used.
+    type: dict
+  os_release_path:
+    description:
+      - The os-release file the C(system-os_release) labels come from.
+    type: path
+    default: /etc/os-release
+  mig_strategy:
+    description:
+      - The MIG strategy the device plugin uses (ClusterPolicy C(mig.strategy)); decides the MIG labels like GFD's C(--mig-strategy).
+      - The single and mixed strategies need the MIG profile names from C(nvidia-smi -L).
+    type: str
+    choices: [none, single, mixed]
+    default: none
+  sharing:
+    description:
+      - GPU sharing of the C(nvidia.com/gpu) resource as configured for the device plugin.
+    type: dict
+    suboptions:
+      strategy:
+        description:
+          - V(time-slicing) or V(mps); V(mps) is refused on GPUs with MIG enabled.
+        type: str
+        choices: [none, time-slicing, mps]
+        default: none
+      replicas:
+        description:
+          - Replicas per GPU; with more than one, C(gpu.replicas) and C(gpu.sharing-strategy) say so and C(gpu.product)
+            gets C(-SHARED) unless O(sharing.rename_by_default).
+        type: int
+        default: 1
+      rename_by_default:
+        description:
+          - The device plugin renames shared resources (C(renameByDefault)); the product label then has no C(-SHARED) suffix.
+        type: bool
+        default: false
+  deploy:
+    description:
+      - "Values of C(nvidia.com/gpu.deploy.<component>) to use instead of V(true), for example C(deploy: {driver: pre-installed})."
+      - A value of V(true) still yields to a non-empty value already on the Node.
+    type: dict
+  extra_labels:
+    description:
+      - More labels to set (any key); they are owned like the computed ones.
+    type: dict
+  features_d:
+    description:
+      - Also write the GFD labels to this NFD local-source feature file, for clusters that run NFD
+        (for example C(/etc/kubernetes/node-feature-discovery/features.d/gpuops)).
+      - Written atomically; removed with O(state=absent) or when the node has no GPU labels.
+    type: path
+notes:
+  - Run it on the GPU node with O(apply=false) and apply RV(labels) from the host that reaches the API, or with
+    O(apply=true) where the node itself has API credentials; the node_feature_discovery role does the former.
+  - The MIG device attributes (memory, multiprocessors, engines) come from C(nvidia-smi -q -x), the slice counts from the
+    profile names of C(nvidia-smi -L).
+seealso:
+  - name: GPU Feature Discovery labels
+    description: The labels GFD generates, which this module reproduces.
+    link: https://github.com/NVIDIA/k8s-device-plugin#catalog-of-labels
+'''
+
+EXAMPLES = r'''
+- name: Compute the labels on the GPU node only
+  gpuops.gpu_operator.nfd_labels:
+    apply: false
+    mig_strategy: single
+    deploy:
+      driver: pre-installed
+  register: node_labels
+
+- name: Apply them from the host that reaches the API
+  gpuops.gpu_operator.nfd_labels:
+    node_name: "{{ ansible_facts.nodename }}"
+    labels: "{{ node_labels.labels }}"
+    kubeconfig: /etc/kubernetes/admin.conf
+  delegate_to: "{{ groups['kube_api'] | first }}"
+
+- name: Compute and apply on a node that has API credentials, feeding NFD too
+  gpuops.gpu_operator.nfd_labels:
+    node_name: gpu-node-1
+    sharing:
+      strategy: time-slicing
+      replicas: 4
+    features_d: /etc/kubernetes/node-feature-discovery/features.d/gpuops
+
+- name: Remove every label this module set
+  gpuops.gpu_operator.nfd_labels:
+    node_name: gpu-node-1
+    state: absent
+'''
+
+RETURN = r'''
+labels:
+  description: The desired label set (empty with O(state=absent)).
+  returned: always
+  type: dict
+  sample: {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "1"}
+added:
+  description: Label keys added to the Node (empty when O(apply=false)).
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia.com/gpu.present]
+updated:
+  description: Label keys whose value changed.
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia.com/cuda.driver.major]
+removed:
+  description: Label keys removed (stale ones this module had set, deploy labels of a node without GPU, all of ours with O(state=absent)).
+  returned: always
+  type: list
+  elements: str
+  sample: [nvidia.com/mig.strategy]
+node_name:
+  description: The Node labelled, or null.
+  returned: always
+  type: str
+  sample: gpu-node-1
+discovery:
+  description:
+    - What the node showed (PCI GPUs, the GPUs nvidia-smi reported, versions, which nvidia-smi queries failed);
+      null when O(labels) was given or O(state=absent).
+  returned: always
+  type: dict
+features_d:
+  description: The NFD feature file managed, or null.
+  returned: always
+  type: str
+  sample: /etc/kubernetes/node-feature-discovery/features.d/gpuops
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files, gpu_discovery, k8s_client, nfd_label_rules, nfd_node_labels
+
+
+def discover(module):
+    params = module.params
+    binary = gpu_discovery.find_nvidia_smi(params['nvidia_smi'], module.get_bin_path)
+
+    def run(argv):
+        return module.run_command(argv, environ_update=gpu_discovery.C_LOCALE)
+
+    return gpu_discovery.gather(run, params['sysfs_root'], params['procfs_root'], params['os_release_path'], binary)
+
+
+def label_value(value):
+    """YAML gives true/false as booleans; labels spell them lower case."""
+    return ('true' if value else 'false') if isinstance(value, bool) else str(value)
+
+
+def given_labels(labels):
+    for key, value in labels.items():
+        error = nfd_label_rules.label_key_error(key) or (None if isinstance(value, str) and nfd_label_rules.valid_value(value) else
+                                                         'value %r is not a valid label value' % (value,))
+        if error:
+            raise nfd_label_rules.LabelError('labels: %s: %s' % (key, error))
+    return dict(labels)
+
+
+def sync_features_file(module, path, labels, diff):
+    """Write or remove the NFD feature file; True when it changed (or would)."""
+    wanted = nfd_label_rules.local_feature_text(labels) if module.params['state'] == 'present' else None
+    before = files.read_bytes(path)
+    after = to_bytes(wanted) if wanted is not None else None
+    if before == after:
+        return False
+    diff.append(files.diff_entry(path, before, after))
+    if not module.check_mode:
+        if after is None:
+            files.remove(module, path)
+        else:
+            files.write_atomic(module, path, after, mode=0o644)
+    return True
+
+
+def main():
+    argument_spec = dict(
+        node_name=dict(type='str'),
+        apply=dict(type='bool', default=True),
+        state=dict(type='str', default='present', choices=['present', 'absent']),
+        labels=dict(type='dict'),
+        os_release_path=dict(type='path', default='/etc/os-release'),
+        mig_strategy=dict(type='str', default='none', choices=list(nfd_label_rules.MIG_STRATEGIES)),
+        sharing=dict(type='dict', options=dict(
+            strategy=dict(type='str', default='none', choices=list(nfd_label_rules.SHARING_STRATEGIES)),
+            replicas=dict(type='int', default=1),
+            rename_by_default=dict(type='bool', default=False),
+        )),
+        deploy=dict(type='dict'),
+        extra_labels=dict(type='dict'),
+        features_d=dict(type='path'),
+    )
+    argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
+    argument_spec.update(k8s_client.AUTH_ARG_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, required_if=[('apply', True, ['node_name'])])
+    params = module.params
+    result = dict(changed=False, labels={}, added=[], updated=[], removed=[], node_name=params['node_name'], discovery=None,
+                  features_d=None)
+    diff = []
+    try:
+        if params['labels'] is not None:
+            result['labels'] = given_labels(params['labels'])
+        elif params['state'] == 'present':
+            facts = discover(module)
+            labels, warnings = nfd_label_rules.compute_labels(
+                facts, params['mig_strategy'], params['sharing'], {k: label_value(v) for k, v in (params['deploy'] or {}).items()},
+                {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()})
+            for warning in warnings:
+                module.warn(warning)
+            result.update(labels=labels, discovery=facts)
+        if params['features_d'] and params['labels'] is None:
+            result['features_d'] = params['features_d']
+            result['changed'] = sync_features_file(module, params['features_d'], result['labels'], diff)
+        if params['apply']:
+            plan, before, changed = nfd_node_labels.apply(k8s_client.api_client(module), params['node_name'], result['labels'],
+                                                          params['state'], module.check_mode)
+            result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'])
+            result['changed'] = result['changed'] or changed
+            diff.insert(0, dict(before_header='Node %s labels' % params['node_name'], after_header='Node %s labels' % params['node_name'],
+                                before=before, after=plan['labels']))
+    except (gpu_discovery.DiscoveryError, nfd_label_rules.LabelError, nfd_node_labels.NodeError, files.FileError) as exc:
+        module.fail_json(msg=str(exc), **result)
+    if module._diff:
+        result['diff'] = diff
+    module.exit_json(**result)
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,201 @@
+"""nfd_labels against the API: apply, idempotence, stale and foreign labels, absent, check mode, errors, and one ansible-playbook run.
+
+On the stand-in a throw-away Node is created; on a real cluster (KUBECONFIG set) the first existing Node is
+used and its labels and annotations are restored at the end.
+"""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import kubernetes
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import OWNED_ANNOTATION
+from tests.cluster.helpers import REPO, unique
+
+GPUS = REPO / 'tests' / 'fixtures' / 'gpus'
+FOREIGN = {'gpuops.test/foreign': 'keep-me'}
+
+
+def fixture_args(fixture):
+    return dict(sysfs_root=str(GPUS / fixture / 'sys'), procfs_root=str(GPUS / fixture / 'proc'), nvidia_smi=str(GPUS / 'gpuops-lab-nvidia-smi'),
+                os_release_path=str(GPUS / 'no-such-os-release'))
+
+
+@pytest.fixture
+def node(kube_api):
+    """(name, CoreV1Api): a Node to label, restored or deleted afterwards."""
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    if kube_api.real:
+        existing = core.list_node().items[0]
+        name, labels, annotations = existing.metadata.name, dict(existing.metadata.labels or {}), dict(existing.metadata.annotations or {})
+        core.patch_node(name, {'metadata': {'labels': FOREIGN}})
+    else:
+        name = unique('gpuops-nfd')
+        core.create_node({'metadata': {'name': name, 'labels': dict(FOREIGN, **{'kubernetes.io/hostname': name})}})
+    yield name, core
+    if kube_api.real:
+        now = core.read_node(name).metadata
+        restore = {'labels': {key: labels.get(key) for key in set(now.labels or {}) | set(labels)},
+                   'annotations': {key: annotations.get(key) for key in set(now.annotations or {}) | set(annotations)}}
+        core.patch_node(name, {'metadata': restore}, _content_type='application/merge-patch+json')
+    else:
+        core.delete_node(name)
+
+
+def run(capsys, monkeypatch, fixture, **args):
+    """The module in-process against the API; nvidia-smi is the lab simulator serving `fixture`."""
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', str(GPUS / fixture))
+    args = dict(fixture_args(fixture), **args)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            nfd_labels.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def node_meta(core, name):
+    meta = core.read_node(name).metadata
+    return dict(meta.labels or {}), dict(meta.annotations or {}), meta.resource_version
+
+
+def test_apply_idempotence_stale_foreign_absent(kube_api, node, capsys, monkeypatch):
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    first = run(capsys, monkeypatch, 'a100-sxm4-80gb-mig', node_name=name, mig_strategy='single', **auth)
+    assert first['changed'] is True and 'failed' not in first
+    labels, annotations, version = node_meta(core, name)
+    assert labels['nvidia.com/gpu.product'] == 'NVIDIA-A100-SXM4-80GB' and labels['nvidia.com/mig.strategy'] == 'single'
+    assert labels['nvidia.com/gpu.deploy.mig-manager'] == 'true' and labels['gpuops.test/foreign'] == 'keep-me'
+    assert set(first['added']) == set(first['labels']) and sorted(json.loads(annotations[OWNED_ANNOTATION])) == sorted(first['labels'])
+
+    again = run(capsys, monkeypatch, 'a100-sxm4-80gb-mig', node_name=name, mig_strategy='single', **auth)
+    assert again['changed'] is False and again['added'] == again['updated'] == again['removed'] == []
+    assert node_meta(core, name)[2] == version, 'an unchanged run must not write'
+
+    # Someone marks the driver pre-installed; the node then carries a T4 instead: our stale labels go, theirs stay.
+    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.deploy.driver': 'pre-installed'}}},
+                    _content_type='application/merge-patch+json')
+    swapped = run(capsys, monkeypatch, 't4', node_name=name, **auth)
+    labels = node_meta(core, name)[0]
+    assert {'nvidia.com/mig.strategy', 'nvidia.com/gpu.deploy.mig-manager'} <= set(swapped['removed'])
+    assert 'nvidia.com/mig.strategy' not in labels and labels['nvidia.com/gpu.product'] == 'Tesla-T4'
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and labels['gpuops.test/foreign'] == 'keep-me'
+
+    checked = run(capsys, monkeypatch, 't4', node_name=name, state='absent', _ansible_check_mode=True, **auth)
+    assert checked['changed'] is True and node_meta(core, name)[0] == labels, 'check mode must not write'
+
+    gone = run(capsys, monkeypatch, 't4', node_name=name, state='absent', **auth)
+    labels, annotations = node_meta(core, name)[:2]
+    assert gone['changed'] is True and OWNED_ANNOTATION not in annotations
+    assert not any(key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-10de')) for key in labels if key != 'nvidia.com/gpu.deploy.driver')
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and labels['gpuops.test/foreign'] == 'keep-me'
+
+
+def test_diff_shows_labels_before_and_after(kube_api, node, capsys, monkeypatch):
+    name, core = node
+    result = run(capsys, monkeypatch, 't4', node_name=name, kubeconfig=kube_api.kubeconfig, _ansible_diff=True, _ansible_check_mode=True)
+    [node_diff] = result['diff']
+    assert node_diff['before'] == node_meta(core, name)[0] and node_diff['after']['nvidia.com/gpu.product'] == 'Tesla-T4'
+    assert 'nvidia.com/gpu.product' not in node_meta(core, name)[0]
+
+
+def test_missing_node_and_unreachable_api_fail_clearly(kube_api, capsys, monkeypatch):
+    missing = unique('gpuops-absent-node')
+    result = run(capsys, monkeypatch, 't4', node_name=missing, kubeconfig=kube_api.kubeconfig)
+    assert result['failed'] is True and result['msg'].startswith('cannot get Node %s: API answered 404' % missing)
+    result = run(capsys, monkeypatch, 't4', node_name='n1', host='http://127.0.0.1:1')
+    assert result['failed'] is True and result['msg'].startswith('cannot get Node n1: the Kubernetes API at http://127.0.0.1:1 is unreachable')
+
+
+PLAYBOOK = textwrap.dedent('''\
+    - hosts: localhost
+      gather_facts: false
+      tasks:
+        - name: Compute on the node
+          gpuops.gpu_operator.nfd_labels:
+            apply: false
+            sysfs_root: "{{ fixtures }}/h100-sxm5-80gb-x1/sys"
+            procfs_root: "{{ fixtures }}/h100-sxm5-80gb-x1/proc"
+            nvidia_smi: "{{ fixtures }}/gpuops-lab-nvidia-smi"
+          register: computed
+        - name: Apply from the API host
+          gpuops.gpu_operator.nfd_labels:
+            node_name: "{{ node }}"
+            labels: "{{ computed.labels }}"
+          register: applied
+        - name: The Node carries the H100 labels
+          kubernetes.core.k8s_info:
+            kind: Node
+            name: "{{ node }}"
+          register: found
+        - name: Check
+          ansible.builtin.assert:
+            that:
+              - found.resources[0].metadata.labels['nvidia.com/gpu.family'] == 'hopper'
+              - found.resources[0].metadata.labels['nvidia.com/gpu.compute.major'] == '9'
+              - applied.added | length == computed.labels | length
+''')
+
+
+def test_playbook_computes_on_the_node_and_applies_from_the_api_host(kube_api, node, tmp_path):
+    name = node[0]
+    playbook = tmp_path / 'nfd.yml'
+    playbook.write_text(PLAYBOOK)
+    env = dict(kube_api.env(), GPUOPS_LAB_GPU_FIXTURE=str(GPUS / 'h100-sxm5-80gb-x1'), ANSIBLE_LOCALHOST_WARNING='false',
+               ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
+    env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    result = subprocess.run([ansible, str(playbook), '-e', f'node={name}', '-e', f'fixtures={GPUS}', '-e', f'ansible_python_interpreter={sys.executable}'],
+                            env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+ROLE_PLAYBOOK = textwrap.dedent('''\
+    - hosts: gpu_nodes
+      gather_facts: false
+      roles:
+        - role: gpuops.gpu_operator.node_feature_discovery
+''')
+
+
+def run_role(kube_api, tmp_path, name, **role_vars):
+    """The role on one local 'GPU node' (the T4 fixture) with localhost as the API host; returns the recap's changed count."""
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(json.dumps({'all': {'children': {
+        'kube_api': {'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}},
+        'gpu_nodes': {'hosts': {'gpu-node': dict({
+            'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
+            'node_feature_discovery_node_name': name,
+            'node_feature_discovery_sysfs_root': str(GPUS / 't4' / 'sys'),
+            'node_feature_discovery_procfs_root': str(GPUS / 't4' / 'proc'),
+            'node_feature_discovery_nvidia_smi': str(GPUS / 'gpuops-lab-nvidia-smi')}, **role_vars)}}}}}))
+    playbook = tmp_path / 'role.yml'
+    playbook.write_text(ROLE_PLAYBOOK)
+    env = dict(kube_api.env(), GPUOPS_LAB_GPU_FIXTURE=str(GPUS / 't4'))
+    env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    result = subprocess.run([ansible, '-i', str(inventory), str(playbook)], env=env, capture_output=True, text=True, timeout=180, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return int(result.stdout.rsplit('changed=', 1)[1].split()[0])
+
+
+def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node, tmp_path):
+    name, core = node
+    assert run_role(kube_api, tmp_path, name) == 1
+    labels = node_meta(core, name)[0]
+    assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.deploy.driver'] == 'true'
+    assert run_role(kube_api, tmp_path, name) == 0
+    # gfd.enabled=false and a pre-installed driver: the GFD labels go, gpu.present and the deploy labels stay.
+    assert run_role(kube_api, tmp_path, name, node_feature_discovery_gfd_enabled=False, node_feature_discovery_driver_preinstalled=True) == 1
+    labels = node_meta(core, name)[0]
+    assert 'nvidia.com/gpu.product' not in labels and 'nvidia.com/cuda.driver.major' not in labels and 'nvidia.com/mig.capable' not in labels
+    assert labels['nvidia.com/gpu.present'] == 'true' and labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
+    assert labels['feature.node.kubernetes.io/pci-10de.present'] == 'true'
+    assert run_role(kube_api, tmp_path, name, node_feature_discovery_state='absent') == 1
+    labels, annotations = node_meta(core, name)[:2]
+    assert not any(key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-')) for key in labels) and labels['gpuops.test/foreign'] == 'keep-me'
+    assert OWNED_ANNOTATION not in annotations

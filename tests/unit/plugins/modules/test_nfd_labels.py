@@ -1,0 +1,87 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The nfd_labels module without an API (apply=false): compute, features.d file, check mode, bad input."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import shutil
+import stat
+
+import pytest
+from ansible.module_utils.testing import patch_module_args
+
+from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
+from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, MISSING, SIMULATOR
+
+
+def run(capsys, monkeypatch, fixture, smi_fixture=None, **args):
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', smi_fixture or os.path.join(GPUS, fixture))
+    root = os.path.join(GPUS, fixture)
+    args = dict(dict(apply=False, sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
+                     os_release_path=MISSING), **args)
+    with patch_module_args(args):
+        with pytest.raises(SystemExit):
+            nfd_labels.main()
+    return json.loads(capsys.readouterr().out)
+
+
+def test_compute_only(capsys, monkeypatch):
+    result = run(capsys, monkeypatch, 'h100-sxm5-80gb-x1', deploy={'driver': 'pre-installed', 'dcgm': False})
+    assert result['changed'] is False and result['added'] == result['updated'] == result['removed'] == []
+    labels = result['labels']
+    assert labels['nvidia.com/gpu.product'] == 'NVIDIA-H100-80GB-HBM3' and labels['nvidia.com/gpu.family'] == 'hopper'
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and labels['nvidia.com/gpu.deploy.dcgm'] == 'false'
+    assert result['discovery']['proc_driver_version'] == '590.48.01' and len(result['discovery']['nvidia_smi_errors']) == 1
+
+
+def test_nvidia_smi_failure_is_a_warning(capsys, monkeypatch):
+    result = run(capsys, monkeypatch, 't4', smi_fixture=os.path.join(GPUS, 'cpu-only'))
+    assert 'failed' not in result and result['labels']['nvidia.com/gpu.present'] == 'true'
+    assert 'nvidia-smi gave no GPU data' in json.dumps(result['warnings'])  # 2.19 returns structured warnings
+
+
+def test_malformed_xml_fails_clearly(capsys, monkeypatch, tmp_path):
+    broken = tmp_path / 'broken'
+    shutil.copytree(os.path.join(GPUS, 't4'), broken)
+    xml = broken / 'nvidia-smi' / 'q-x.xml'
+    xml.write_text(xml.read_text()[:3000])  # the real capture, cut short
+    result = run(capsys, monkeypatch, 't4', smi_fixture=str(broken))
+    assert result['failed'] is True and result['msg'].startswith('nvidia-smi -q -x printed malformed XML')
+
+
+def test_features_file_lifecycle(capsys, monkeypatch, tmp_path):
+    path = tmp_path / 'features.d' / 'gpuops'
+    path.parent.mkdir()
+    checked = run(capsys, monkeypatch, 't4', features_d=str(path), _ansible_check_mode=True, _ansible_diff=True)
+    assert checked['changed'] is True and not path.exists() and 'nvidia.com/gpu.product=Tesla-T4' in checked['diff'][0]['after']
+    written = run(capsys, monkeypatch, 't4', features_d=str(path))
+    assert written['changed'] is True and 'nvidia.com/gpu.product=Tesla-T4\n' in path.read_text()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert run(capsys, monkeypatch, 't4', features_d=str(path))['changed'] is False
+    # A node without GPU labels has nothing to feed NFD.
+    assert run(capsys, monkeypatch, 'cpu-only', features_d=str(path))['changed'] is True and not path.exists()
+    run(capsys, monkeypatch, 't4', features_d=str(path))
+    assert run(capsys, monkeypatch, 't4', features_d=str(path), state='absent')['changed'] is True and not path.exists()
+
+
+def test_features_dir_missing_fails(capsys, monkeypatch, tmp_path):
+    result = run(capsys, monkeypatch, 't4', features_d=str(tmp_path / 'nope' / 'gpuops'))
+    assert result['failed'] is True and 'does not exist' in result['msg']
+
+
+def test_given_labels_skip_discovery(capsys, monkeypatch):
+    result = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.present': 'true'})
+    assert result['labels'] == {'nvidia.com/gpu.present': 'true'} and result['discovery'] is None
+    bad = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.count': 8})
+    assert bad['failed'] is True and 'labels: nvidia.com/gpu.count: value 8 is not a valid label value' in bad['msg']
+
+
+def test_apply_needs_node_name(capsys, monkeypatch):
+    result = run(capsys, monkeypatch, 't4', apply=True)
+    assert result['failed'] is True and 'node_name' in result['msg']
