@@ -1,0 +1,122 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: cluster_policy_status
+short_description: Write the status of the nvidia.com/v1 ClusterPolicy
+description:
+  - Sets C(status.state) (C(ready) or C(notReady)), C(status.namespace) and the conditions C(Ready) and C(Error) of a
+    ClusterPolicy through its status subresource, which kubernetes.core.k8s cannot write.
+  - A condition keeps its C(lastTransitionTime) while its status and reason stay the same, so reporting the same
+    outcome again reports no change.
+version_added: 0.1.0
+author:
+  - gpuops developers (@gpuops)
+options:
+  name:
+    description: Name of the ClusterPolicy.
+    type: str
+    default: cluster-policy
+  state:
+    description: The state to record.
+    type: str
+    required: true
+    choices: [ready, notReady]
+  reason:
+    description:
+      - Reason of both conditions. C(Reconciled) goes with C(ready); C(ReconcileFailed) (the Error condition is then
+        true), C(OperandNotReady) and C(NoGPUNodes) go with C(notReady).
+    type: str
+    default: Reconciled
+    choices: [Reconciled, ReconcileFailed, OperandNotReady, NoGPUNodes]
+  detail:
+    description: Human-readable message of the conditions; defaults to the reason.
+    type: str
+    default: ''
+  namespace:
+    description: Namespace of the operands, recorded in C(status.namespace).
+    type: str
+    default: gpu-operator
+requirements:
+  - kubernetes (the Python client)
+extends_documentation_fragment:
+  - gpuops.gpu_operator.k8s_auth
+notes:
+  - Supports check mode.
+'''
+
+EXAMPLES = r'''
+- name: Record that validation passed
+  gpuops.gpu_operator.cluster_policy_status:
+    state: ready
+    detail: vectorAdd passed on node gpu-1
+
+- name: Record that no node advertises a GPU
+  gpuops.gpu_operator.cluster_policy_status:
+    state: notReady
+    reason: NoGPUNodes
+    detail: no Node has allocatable nvidia.com/gpu
+'''
+
+RETURN = r'''
+status:
+  description: The status now recorded.
+  returned: success
+  type: dict
+  sample: {state: ready, namespace: gpu-operator, conditions: [{type: Ready, status: 'True', reason: Reconciled}]}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.cluster_manifests import ManifestError, policy_status
+
+try:
+    from kubernetes.client import CustomObjectsApi
+    from kubernetes.client.exceptions import ApiException
+except ImportError:
+    pass  # k8s_client.api_client() fails the module with the install hint
+
+GROUP = 'nvidia.com'
+VERSION = 'v1'
+PLURAL = 'clusterpolicies'
+
+
+def main():
+    argument_spec = dict(
+        name=dict(type='str', default='cluster-policy'),
+        state=dict(type='str', required=True, choices=['ready', 'notReady']),
+        reason=dict(type='str', default='Reconciled', choices=['Reconciled', 'ReconcileFailed', 'OperandNotReady', 'NoGPUNodes']),
+        detail=dict(type='str', default=''),
+        namespace=dict(type='str', default='gpu-operator'),
+    )
+    argument_spec.update(k8s_client.AUTH_ARG_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    api = CustomObjectsApi(k8s_client.api_client(module))
+    try:
+        current = api.get_cluster_custom_object(GROUP, VERSION, PLURAL, params['name'])
+    except ApiException as exc:
+        module.fail_json(msg='cannot read ClusterPolicy %s: %s %s' % (params['name'], exc.status, exc.reason))
+    try:
+        status = policy_status(current.get('status'), params['state'], params['reason'], params['detail'],
+                               current['metadata'].get('generation', 1), params['namespace'])
+    except ManifestError as exc:
+        module.fail_json(msg=str(exc))
+    changed = status != current.get('status')
+    if changed and not module.check_mode:
+        try:
+            api.patch_cluster_custom_object_status(GROUP, VERSION, PLURAL, params['name'], {'status': status})
+        except ApiException as exc:
+            module.fail_json(msg='cannot write the status of ClusterPolicy %s: %s %s' % (params['name'], exc.status, exc.reason))
+    module.exit_json(changed=changed, status=status)
+
+
+if __name__ == '__main__':
+    main()

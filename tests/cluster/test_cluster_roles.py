@@ -1,0 +1,199 @@
+"""The cluster-side roles (gpu_cluster_base, gpu_cluster_operands) applied by ansible-playbook against the API."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import kubernetes
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from tests.cluster.helpers import REPO, unique
+
+DAEMONSETS = {'nvidia-device-plugin-daemonset': 'device-plugin', 'nvidia-dcgm-exporter': 'dcgm-exporter', 'nvidia-mig-manager': 'mig-manager'}
+MONITOR_CRD = 'servicemonitors.monitoring.coreos.com'
+
+
+def run_roles(kube_api, tmp_path, roles, variables):
+    """Run `roles` on localhost with `variables`; returns (returncode, changed count or None, output)."""
+    playbook = tmp_path / 'cluster.yml'
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': [f'gpuops.gpu_operator.{r}' for r in roles]}]))
+    extra = tmp_path / 'vars.json'
+    extra.write_text(json.dumps(dict(variables, ansible_python_interpreter=sys.executable)))
+    env = kube_api.env()
+    env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
+    env.update(ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_NOCOLOR='1')
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    result = subprocess.run([ansible, '-i', 'localhost,', '-c', 'local', str(playbook), '-e', f'@{extra}'],
+                            env=env, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
+    recap = re.search(r'localhost\s*:\s*ok=\d+\s+changed=(\d+)', result.stdout)
+    return result.returncode, int(recap.group(1)) if recap else None, result.stdout + result.stderr
+
+
+@pytest.fixture(name='namespace')
+def fixture_namespace(kube_api):
+    """A throw-away operator namespace (the roles create it), deleted afterwards."""
+    name = unique('gpuops-cluster')
+    yield name
+    try:
+        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(name)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+def variables(namespace, **extra):
+    return dict(gpu_cluster_base_namespace=namespace, gpu_cluster_operands_namespace=namespace, **extra)
+
+
+def daemonsets(kube_api, namespace):
+    items = kubernetes.client.AppsV1Api(kube_api.api_client).list_namespaced_daemon_set(namespace).items
+    return {ds.metadata.name: ds for ds in items}
+
+
+def test_apply_twice_then_unchanged(kube_api, tmp_path, namespace):
+    code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
+    assert code == 0, out
+    assert changed and changed > 0, out
+    code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
+    assert code == 0 and changed == 0, out
+
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    labels = core.read_namespace(namespace).metadata.labels
+    assert labels['pod-security.kubernetes.io/enforce'] == 'privileged'
+    node = kubernetes.client.NodeV1Api(kube_api.api_client)
+    assert {name: node.read_runtime_class(name).handler for name in ('nvidia', 'nvidia-cdi', 'nvidia-legacy')} == {
+        'nvidia': 'nvidia', 'nvidia-cdi': 'nvidia-cdi', 'nvidia-legacy': 'nvidia-legacy'}
+
+    found = daemonsets(kube_api, namespace)
+    assert set(found) == set(DAEMONSETS), 'gfd is off by default'
+    for name, deploy in DAEMONSETS.items():
+        assert found[name].spec.template.spec.node_selector == {f'nvidia.com/gpu.deploy.{deploy}': 'true'}
+        assert found[name].spec.template.spec.service_account_name == name
+    config = core.read_namespaced_config_map('nvidia-device-plugin-config', namespace).data['config.yaml']
+    assert 'version: v1' in config and 'migStrategy: single' in config
+    assert core.read_namespaced_service('nvidia-dcgm-exporter', namespace).spec.ports[0].port == 9400
+
+    rbac = kubernetes.client.RbacAuthorizationV1Api(kube_api.api_client)
+    for name in DAEMONSETS:
+        assert core.read_namespaced_service_account(name, namespace)
+    for role in rbac.list_cluster_role(label_selector='app.kubernetes.io/managed-by=gpuops.gpu_operator').items:
+        for rule in role.rules:
+            assert '*' not in rule.verbs and '*' not in rule.resources, role.metadata.name
+
+    policy = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    assert policy['spec']['devicePlugin']['config'] == {'name': 'nvidia-device-plugin-config', 'default': 'config.yaml'}
+    assert policy['spec']['gfd']['enabled'] is False and policy['spec']['driver'] == {'enabled': False}
+
+
+def test_disabling_removes_and_absent_uninstalls(kube_api, tmp_path, namespace):
+    roles = ['gpu_cluster_base', 'gpu_cluster_operands']
+    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace))
+    assert code == 0, out
+    policy = {'gfd': {'enabled': True}, 'dcgmExporter': {'enabled': False}}
+    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_cluster_operands_policy=policy))
+    assert code == 0, out
+    assert set(daemonsets(kube_api, namespace)) == {'nvidia-device-plugin-daemonset', 'gpu-feature-discovery', 'nvidia-mig-manager'}
+    services = kubernetes.client.CoreV1Api(kube_api.api_client).list_namespaced_service(namespace).items
+    assert [s.metadata.name for s in services] == [], 'the disabled DCGM exporter keeps no Service'
+
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands'], variables(namespace, gpu_cluster_operands_state='absent'))
+    assert code == 0, out
+    assert not daemonsets(kube_api, namespace)
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items] == []
+    with pytest.raises(ApiException) as caught:
+        kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    assert caught.value.status == 404
+
+
+def test_bad_device_plugin_config_applies_nothing(kube_api, tmp_path, namespace):
+    config = {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 1}]}}}
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands'], variables(namespace, gpu_cluster_operands_device_plugin_config=config))
+    assert code != 0
+    assert 'sharing.timeSlicing.resources[0].replicas must be an integer >= 2' in out, out
+    with pytest.raises(ApiException) as caught:
+        kubernetes.client.CoreV1Api(kube_api.api_client).read_namespace(namespace)
+    assert caught.value.status == 404, 'nothing was applied, not even the namespace'
+
+
+def test_registry_rewrite_pull_secret_and_service_monitor(kube_api, tmp_path, namespace):
+    ext = kubernetes.client.ApiextensionsV1Api(kube_api.api_client)
+    created_crd = False
+    try:
+        ext.read_custom_resource_definition(MONITOR_CRD)
+    except ApiException as exc:
+        assert exc.status == 404
+        ext.create_custom_resource_definition({
+            'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition', 'metadata': {'name': MONITOR_CRD},
+            'spec': {'group': 'monitoring.coreos.com', 'scope': 'Namespaced',
+                     'names': {'kind': 'ServiceMonitor', 'plural': 'servicemonitors', 'singular': 'servicemonitor', 'listKind': 'ServiceMonitorList'},
+                     'versions': [{'name': 'v1', 'served': True, 'storage': True,
+                                   'schema': {'openAPIV3Schema': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}})
+        created_crd = True
+    secret = 'S3cret-never-printed'
+    try:
+        policy = {'devicePlugin': {'imagePullSecrets': ['mirror-pull']}, 'migManager': {'repository': 'quay.example/mig'},
+                  'dcgmExporter': {'serviceMonitor': {'interval': '30s', 'additionalLabels': {'release': 'prometheus'}}}}
+        code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(
+            namespace, gpu_cluster_operands_registry='mirror.example:5000', gpu_cluster_operands_policy=policy,
+            gpu_cluster_base_registry_credentials=[{'name': 'mirror-pull', 'registry': 'mirror.example:5000', 'username': 'robot', 'password': secret}]))
+        assert code == 0, out
+        assert secret not in out
+        found = daemonsets(kube_api, namespace)
+        images = {name: ds.spec.template.spec.containers[0].image for name, ds in found.items()}
+        assert images == {'nvidia-device-plugin-daemonset': 'mirror.example:5000/nvidia/k8s-device-plugin:v0.16.1-ubi8',
+                          'nvidia-dcgm-exporter': 'mirror.example:5000/nvidia/k8s/dcgm-exporter:3.3.7-3.5.0-ubuntu22.04',
+                          'nvidia-mig-manager': 'quay.example/mig/k8s-mig-manager:v0.8.0-ubuntu20.04'}
+        assert [s.name for s in found['nvidia-device-plugin-daemonset'].spec.template.spec.image_pull_secrets] == ['mirror-pull']
+        stored = kubernetes.client.CoreV1Api(kube_api.api_client).read_namespaced_secret('mirror-pull', namespace)
+        assert stored.type == 'kubernetes.io/dockerconfigjson'
+        monitor = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_namespaced_custom_object(
+            'monitoring.coreos.com', 'v1', namespace, 'servicemonitors', 'nvidia-dcgm-exporter')
+        assert monitor['metadata']['labels']['release'] == 'prometheus'
+        assert monitor['spec']['endpoints'][0]['interval'] == '30s'
+    finally:
+        if created_crd:
+            ext.delete_custom_resource_definition(MONITOR_CRD)
+
+
+def test_validator_reports_clearly_when_no_pod_runs(kube_api, tmp_path, namespace):
+    """No kubelet runs pods here: the validator must time out, say why, and record notReady, not pass."""
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands', 'gpu_cluster_validator'],
+                                    variables(namespace, gpu_cluster_validator_namespace=namespace, gpu_cluster_validator_timeout=4,
+                                              gpu_cluster_validator_poll=2))
+    assert code != 0
+    assert "GPU validation failed in task 'Wait for the vectorAdd Pod to finish'" in out, out
+    assert f'Pod {namespace}/nvidia-cuda-validator phase: Pending' in out, out
+    assert 'Pod events: none recorded' in out and 'Nodes with allocatable nvidia.com/gpu: none' in out, out
+    assert 'nvidia-device-plugin-daemonset 0/0 ready' in out, out
+    policy = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    assert policy['status']['state'] == 'notReady'
+    conditions = {c['type']: (c['status'], c['reason']) for c in policy['status']['conditions']}
+    assert conditions == {'Ready': ('False', 'NoGPUNodes'), 'Error': ('False', 'NoGPUNodes')}
+    pod = kubernetes.client.CoreV1Api(kube_api.api_client).read_namespaced_pod('nvidia-cuda-validator', namespace)
+    assert pod.spec.containers[0].resources.limits == {'nvidia.com/gpu': '1'}
+
+
+def test_status_module_writes_once(kube_api, tmp_path, namespace):
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
+    assert code == 0, out
+    playbook = tmp_path / 'status.yml'
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'tasks': [{
+        'name': 'Record ready', 'gpuops.gpu_operator.cluster_policy_status': {'state': 'ready', 'detail': 'checked', 'namespace': namespace}}]}]))
+    env = dict(kube_api.env(), ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false')
+    env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    recaps = []
+    for _run in range(2):
+        result = subprocess.run([ansible, '-i', 'localhost,', '-c', 'local', str(playbook), '-e', f'ansible_python_interpreter={sys.executable}'],
+                                env=env, capture_output=True, text=True, timeout=120, check=False, cwd=REPO)
+        assert result.returncode == 0, result.stdout + result.stderr
+        recaps.append(int(re.search(r'localhost\s*:\s*ok=\d+\s+changed=(\d+)', result.stdout).group(1)))
+    assert recaps == [1, 0], 'the same outcome is written once'
+    status = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object(
+        'nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')['status']
+    assert status['state'] == 'ready' and status['namespace'] == namespace
+    assert {c['type']: (c['status'], c['reason'], c['message']) for c in status['conditions']} == {
+        'Ready': ('True', 'Reconciled', 'checked'), 'Error': ('False', 'Reconciled', 'checked')}
