@@ -14,6 +14,7 @@ import shutil
 import stat
 
 import pytest
+from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
@@ -41,9 +42,13 @@ def test_compute_only(capsys, monkeypatch):
 
 
 def test_nvidia_smi_failure_is_a_warning(capsys, monkeypatch):
+    # Recorded at the call: where they end up depends on whether controller code
+    # (a filter plugin in another test) was imported into this process first.
+    warnings = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, msg: warnings.append(msg))
     result = run(capsys, monkeypatch, 't4', smi_fixture=os.path.join(GPUS, 'cpu-only'))
     assert 'failed' not in result and result['labels']['nvidia.com/gpu.present'] == 'true'
-    assert 'nvidia-smi gave no GPU data' in json.dumps(result['warnings'])  # 2.19 returns structured warnings
+    assert any('nvidia-smi gave no GPU data' in w for w in warnings), warnings
 
 
 def test_malformed_xml_fails_clearly(capsys, monkeypatch, tmp_path):
