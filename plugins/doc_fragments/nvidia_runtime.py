@@ -9,7 +9,8 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # Options shared by containerd_nvidia_runtime, docker_nvidia_runtime and crio_nvidia_runtime;
-    # the matching argument spec is module_utils/nvidia_runtime_options.py.
+    # the matching argument spec is module_utils/nvidia_runtime_options.py. ENABLE_CDI and BACKUP
+    # are separate: CRI-O has CDI always on, and backups in its drop-in directory would be loaded as config.
     DOCUMENTATION = r'''
 options:
   state:
@@ -44,11 +45,20 @@ options:
       - When V(false), a default that names one of the managed runtimes is removed.
     type: bool
     default: false
+'''
+
+    ENABLE_CDI = r'''
+options:
   enable_cdi:
     description:
       - Turn on the container runtime's CDI support.
+      - O(state=absent) puts back the setting that was there before.
     type: bool
     default: false
+'''
+
+    BACKUP = r'''
+options:
   backup:
     description:
       - Keep a timestamped copy of the config file before changing it.

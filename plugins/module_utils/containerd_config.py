@@ -22,20 +22,19 @@ import re
 try:
     import tomlkit
     from tomlkit.exceptions import ParseError
-    from tomlkit.items import String, StringType, Table, Whitespace
+    from tomlkit.items import String, Table, Whitespace
     from tomlkit.container import OutOfOrderTableProxy
 except ImportError:  # the module reports the missing library via missing_required_lib
     tomlkit = None
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import ConfigError
 
 DEFAULT_VERSION = 2
 DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
 FALLBACK_RUNTIMES = ('runc', 'crun')
 # nvidia-ctk never inherits from a runtime whose name starts with this.
 NVIDIA_PREFIX = 'nvidia'
-
-
-class ConfigError(Exception):
-    """A config cannot be handled; the message names the file position or key."""
 
 
 def parse(text, label='config'):
@@ -108,12 +107,21 @@ def get_table(doc, keys, create=False):
     return current
 
 
+def _is_literal(item):
+    """True for a single-quoted string item.
+
+    Read from its text: the tomlkit Debian ships (0.11.7 in bookworm, 0.13.2
+    in trixie, 0.13.3 in sid) has no String.type; 0.15 has.
+    """
+    return item.as_string().startswith("'")
+
+
 def _string_like(value, tables):
     """A string item quoted like the first string found in `tables` (literal vs basic)."""
     literal = False
     strings = (item for table in tables for item in table.values() if isinstance(item, String))
     for item in strings:
-        literal = item.type in (StringType.SLL, StringType.MLL)
+        literal = _is_literal(item)
         break
     if literal and "'" not in value and '\n' not in value:
         return tomlkit.string(value, literal=True)
@@ -128,7 +136,7 @@ def _set_value(table, key, value, style_from=()):
     old = table.get(key)
     if isinstance(value, str):
         if isinstance(old, String):
-            literal = old.type in (StringType.SLL, StringType.MLL) and "'" not in value and '\n' not in value
+            literal = _is_literal(old) and "'" not in value and '\n' not in value
             item = tomlkit.string(value, literal=literal)
         else:
             item = _string_like(value, (table,) + tuple(style_from))
@@ -297,6 +305,56 @@ def set_enable_cdi(doc, version, value):
     return _set_value(get_table(doc, cri_keys(version), create=True), 'enable_cdi', value)
 
 
+class Dialect(runtime_config.Dialect):
+    """containerd's config.toml of one `version`; new runtimes inherit from a runtime found in `sources`."""
+
+    label = 'containerd config'
+
+    def __init__(self, version, sources=None):
+        self.version = version
+        self.sources = sources
+        self._source = (None, None)
+
+    def parse(self, content, label):
+        return parse(content, label)
+
+    def render(self, doc, original):
+        return dumps(doc)
+
+    def has_runtime(self, doc, name):
+        return get_table(doc, runtimes_keys(self.version) + (name,)) is not None
+
+    def set_runtime(self, doc, name, binary):
+        ensure_runtime(doc, self.version, name, binary, *self._source)
+
+    def remove_runtime(self, doc, name):
+        remove_runtime(doc, self.version, name)
+
+    def get_default(self, doc):
+        return default_runtime(doc, self.version)
+
+    def set_default(self, doc, name):
+        set_default(doc, self.version, name)
+
+    def get_cdi(self, doc):
+        return get_enable_cdi(doc, self.version)
+
+    def set_cdi(self, doc, value):
+        set_enable_cdi(doc, self.version, value)
+
+    def prune(self, doc):
+        prune_empty(doc, runtimes_keys(self.version))
+
+    def apply_present(self, doc, entries, set_as_default, enable_cdi, ours, stale=()):
+        source_name, source, source_doc = inherit_source(self.sources or [doc], self.version, ours)
+        self._source = (source, source_doc)
+        # `version` goes in first so it heads a new file, as nvidia-ctk writes it.
+        version_added = ensure_version(doc, self.version)
+        facts = super(Dialect, self).apply_present(doc, entries, set_as_default, enable_cdi, ours, stale)
+        facts.update(inherited_from=source_name, version_added=version_added)
+        return facts
+
+
 def apply_present(doc, version, runtimes, set_as_default, enable_cdi, ours, sources=None, stale=()):
     """Register `runtimes` [(name, binary)] in `doc`.
 
@@ -306,25 +364,7 @@ def apply_present(doc, version, runtimes, set_as_default, enable_cdi, ours, sour
     `set_as_default` is off; `stale` runtimes (managed before, no longer
     wanted) are removed. Returns the facts needed to undo the change.
     """
-    source_name, source, source_doc = inherit_source(sources or [doc], version, ours)
-    facts = {
-        'previous_default': default_runtime(doc, version),
-        'previous_enable_cdi': get_enable_cdi(doc, version),
-        'inherited_from': source_name,
-        'version_added': ensure_version(doc, version),
-    }
-    for name in stale:
-        remove_runtime(doc, version, name)
-    for name, binary in runtimes:
-        ensure_runtime(doc, version, name, binary, source, source_doc)
-    current = facts['previous_default']
-    if set_as_default:
-        set_default(doc, version, runtimes[0][0])
-    elif current is not None and current in ours:
-        set_default(doc, version, None)
-    if enable_cdi:
-        set_enable_cdi(doc, version, True)
-    return facts
+    return Dialect(version, sources).apply_present(doc, runtimes, set_as_default, enable_cdi, ours, stale)
 
 
 def apply_absent(doc, version, names, previous_default=None, restore_default=False, previous_enable_cdi=None, restore_enable_cdi=False):
@@ -333,28 +373,25 @@ def apply_absent(doc, version, names, previous_default=None, restore_default=Fal
     Without a record (restore_default false) a default naming one of `names`
     is removed, as nvidia-ctk does.
     """
-    for name in names:
-        remove_runtime(doc, version, name)
-    current = default_runtime(doc, version)
+    record = None
     if restore_default:
-        if current != previous_default:
-            set_default(doc, version, previous_default)
-    elif current in names:
-        set_default(doc, version, None)
-    if restore_enable_cdi and get_enable_cdi(doc, version) != previous_enable_cdi:
-        set_enable_cdi(doc, version, previous_enable_cdi)
-    _prune_empty(doc, runtimes_keys(version))
+        record = {'previous_default': previous_default, 'previous_enable_cdi': previous_enable_cdi, 'enable_cdi_set': restore_enable_cdi}
+    Dialect(version).apply_absent(doc, names, record)
 
 
-def _prune_empty(doc, keys):
-    # Drop the implicit tables present may have created, deepest first.
+def prune_empty(doc, keys, implicit_only=True):
+    """Drop the empty tables along `keys`, deepest first.
+
+    With `implicit_only` only those without a header of their own (the ones
+    present may have created) go, so a user's empty table stays.
+    """
     for depth in range(len(keys), 0, -1):
         parent = get_table(doc, keys[:depth - 1]) if depth > 1 else doc
         key = keys[depth - 1]
         if parent is None or key not in parent:
             continue
         item = parent[key]
-        if isinstance(item, Table) and len(item) == 0 and item.is_super_table():
+        if isinstance(item, Table) and len(item) == 0 and (not implicit_only or item.is_super_table()):
             del parent[key]
         else:
             return

@@ -15,72 +15,14 @@ present -> absent restores the original bytes whoever runs the playbook.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_config as cc
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_config as rc
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import all_runtime_names, runtime_entries
-
-STATE_SUFFIX = '.gpuops-nvidia-runtime.json'
-STATE_FORMAT = 1
-STATE_MODE = 0o600  # it may hold a copy of the config, which can carry registry credentials
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import STATE_SUFFIX, Plan
 
 
 def state_path(path):
     return path + STATE_SUFFIX
-
-
-def _text(data, label):
-    if data is None:
-        return ''
-    try:
-        return data.decode('utf-8')
-    except UnicodeDecodeError as exc:
-        raise cc.ConfigError('%s: not UTF-8 at byte %d' % (label, exc.start))
-
-
-def _bytes(text):
-    return text.encode('utf-8')
-
-
-def _load_state(data, label):
-    if data is None:
-        return None
-    try:
-        state = json.loads(data.decode('utf-8'))
-    except ValueError as exc:
-        raise cc.ConfigError('%s: unreadable state file: %s' % (label, exc))
-    if not isinstance(state, dict) or state.get('format') != STATE_FORMAT:
-        raise cc.ConfigError('%s: unknown state file format; remove it to start over' % label)
-    return state
-
-
-def _dump_state(state):
-    return _bytes(json.dumps(state, indent=2, sort_keys=True) + '\n')
-
-
-def _intact(state, current):
-    """True when every file we wrote still has the bytes we wrote."""
-    for name, record in state['files'].items():
-        data = current.get(name)
-        if data is None or files.sha256(data) != record['written_sha256']:
-            return False
-    return True
-
-
-class Plan(object):
-    """Desired bytes per file (None: remove), plus the values the module returns."""
-
-    def __init__(self, current):
-        self.current = current
-        self.desired = dict(current)
-        self.result = {}
-
-    def changes(self):
-        return [name for name in sorted(self.desired) if self.desired[name] != self.current.get(name)]
-
-    def actions(self):
-        return ['%s %s' % ('remove' if self.desired[name] is None else 'write', name) for name in self.changes()]
 
 
 def plan(params, current, load_default_config):
@@ -93,16 +35,16 @@ def plan(params, current, load_default_config):
     path = params['path']
     drop_in = params.get('drop_in')
     result = Plan(current)
-    state = _load_state(current.get(state_path(path)), state_path(path))
+    state = rc.load_state(current.get(state_path(path)), state_path(path))
     if params['state'] == 'present':
         _plan_present(params, result, state, load_default_config)
     else:
         _plan_absent(params, result, state)
-    doc = cc.parse(_text(result.desired[path], path), path) if result.desired[path] is not None else cc.parse('')
+    doc = cc.parse(rc.text(result.desired[path], path), path) if result.desired[path] is not None else cc.parse('')
     version = cc.detect_version(doc)
     effective_default = cc.default_runtime(doc, version)
     if drop_in and result.desired.get(drop_in) is not None:
-        effective_default = cc.default_runtime(cc.parse(_text(result.desired[drop_in], drop_in), drop_in), version) or effective_default
+        effective_default = cc.default_runtime(cc.parse(rc.text(result.desired[drop_in], drop_in), drop_in), version) or effective_default
     result.result.update(
         path=path,
         drop_in=drop_in,
@@ -125,43 +67,25 @@ def _source_doc(params, text, load_default_config):
     return cc.parse(default_text, 'containerd config default'), True
 
 
-def _usable_state(state, current, path, managed_docs, version):
-    """Keep a state whose files are intact; keep only its facts when our runtimes are still there.
-
-    A config rewritten by someone else since our last run either still holds
-    our runtimes (then the recorded originals no longer describe the file and
-    absent has to undo structurally) or does not (then the state is stale).
-    """
-    if state is None or state.get('path') != path:
-        return None
-    if _intact(state, current):
-        return state
-    still_ours = any(cc.get_table(doc, cc.runtimes_keys(version) + (name,)) is not None
-                     for doc in managed_docs for name in state['runtimes'])
-    if not still_ours:
-        return None
-    for record in state['files'].values():
-        record['original'] = None
-    return state
-
-
 def _plan_present(params, result, state, load_default_config):
     path, drop_in = params['path'], params.get('drop_in')
     entries = runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants'])
     names = [name for name, _binary in entries]
-    file_text = _text(result.current[path], path)
+    file_text = rc.text(result.current[path], path)
     source, from_command = _source_doc(params, file_text, load_default_config)
     version = cc.detect_version(source)
     file_doc = cc.parse(file_text, path) if drop_in else source
     if drop_in:
         if version == 1:
             raise cc.ConfigError('drop_in needs a config of version 2 or later; %s is version 1' % path)
-        target = cc.parse(_text(result.current.get(drop_in), drop_in), drop_in)
+        target = cc.parse(rc.text(result.current.get(drop_in), drop_in), drop_in)
         docs = [target]
     else:
         target = source
         docs = [source]
-    state = _usable_state(state, result.current, path, docs, version)
+    state = rc.usable_state(state, result.current, path,
+                            lambda recorded: any(cc.get_table(doc, cc.runtimes_keys(version) + (name,)) is not None
+                                                 for doc in docs for name in recorded))
     previous_names = state['runtimes'] if state else []
     ours = set(names) | set(previous_names)
     stale = [name for name in previous_names if name not in names]
@@ -172,19 +96,18 @@ def _plan_present(params, result, state, load_default_config):
         facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours,
                                  sources=[target, source], stale=stale)
         import_added, version_added = cc.add_import(file_doc, drop_in, version)
-        result.desired[drop_in] = _bytes(cc.dumps(target))
+        result.desired[drop_in] = rc.to_bytes(cc.dumps(target))
     else:
         facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours, stale=stale)
         import_added = False
         version_added = facts['version_added']
     if from_command and not drop_in:
-        result.desired[path] = _bytes(cc.dumps(target))
+        result.desired[path] = rc.to_bytes(cc.dumps(target))
     else:
-        result.desired[path] = _bytes(cc.dumps(file_doc))
+        result.desired[path] = rc.to_bytes(cc.dumps(file_doc))
 
-    touched = [name for name in (path, drop_in) if name and result.desired[name] != result.current.get(name)]
-    new_state = _next_state(params, state, result, facts, names, import_added, version_added, touched)
-    result.desired[state_path(path)] = _dump_state(new_state) if new_state else result.current.get(state_path(path))
+    new_state = _next_state(params, state, result, facts, names, import_added, version_added)
+    result.desired[state_path(path)] = rc.dump_state(new_state) if new_state else result.current.get(state_path(path))
     result.result.update(
         runtimes=names,
         previous_default_runtime=new_state['previous_default'] if new_state else facts['previous_default'],
@@ -192,40 +115,18 @@ def _plan_present(params, result, state, load_default_config):
     )
 
 
-def _next_state(params, state, result, facts, names, import_added, version_added, touched):
+def _next_state(params, state, result, facts, names, import_added, version_added):
     """The undo record after this run; None when there is nothing of ours to undo."""
-    if state is None and not touched:
-        # Nothing changed and nothing recorded: the runtime was configured by
-        # someone else, so absent must not treat the current bytes as the original.
-        return None
     path, drop_in = params['path'], params.get('drop_in')
+    first = dict(previous_default=facts['previous_default'], previous_enable_cdi=facts['previous_enable_cdi'],
+                 enable_cdi_set=False, import_added=False, version_added=False)
+    state = rc.next_state(state, path, first, names, [name for name in (path, drop_in) if name], result.current, result.desired)
     if state is None:
-        state = {
-            'format': STATE_FORMAT,
-            'path': path,
-            'files': {},
-            'previous_default': facts['previous_default'],
-            'previous_enable_cdi': facts['previous_enable_cdi'],
-            'enable_cdi_set': False,
-            'import_added': False,
-            'version_added': False,
-        }
-    else:
-        state = json.loads(json.dumps(state))
-    state['runtimes'] = names
+        return None
     state['drop_in'] = drop_in
     state['enable_cdi_set'] = state['enable_cdi_set'] or (params['enable_cdi'] and facts['previous_enable_cdi'] is not True)
     state['import_added'] = state['import_added'] or import_added
     state['version_added'] = state['version_added'] or version_added
-    for name in (path, drop_in):
-        if not name:
-            continue
-        record = state['files'].get(name)
-        if record is None:
-            before = result.current.get(name)
-            record = {'existed': before is not None, 'original': _text(before, name) if before is not None else None}
-            state['files'][name] = record
-        record['written_sha256'] = files.sha256(result.desired[name])
     return state
 
 
@@ -235,15 +136,7 @@ def _plan_absent(params, result, state):
     if state is not None and state.get('path') == path:
         names = state['runtimes']
         previous_default = state['previous_default']
-        for name, record in state['files'].items():
-            current = result.current.get(name)
-            intact = current is not None and files.sha256(current) == record['written_sha256']
-            if intact and not record['existed']:
-                result.desired[name] = None
-            elif intact and record['original'] is not None:
-                result.desired[name] = _bytes(record['original'])
-            else:
-                _undo_structurally(params, result, name, state)
+        rc.restore_files(result, state, lambda name: _undo_structurally(params, result, name, state))
     else:
         # No record: undo what can be recognised as ours, as nvidia-ctk does.
         names = all_runtime_names(params['runtime_name'])
@@ -266,7 +159,7 @@ def _undo_structurally(params, result, name, state):
         # The drop-in is ours: we created it, or the caller named it as ours.
         result.desired[name] = None
         return
-    doc = cc.parse(_text(current, name), name)
+    doc = cc.parse(rc.text(current, name), name)
     version = cc.detect_version(doc)
     if name == drop_in or not drop_in:
         cc.apply_absent(doc, version, state['runtimes'],
@@ -276,38 +169,15 @@ def _undo_structurally(params, result, name, state):
         cc.remove_import(doc, drop_in)
     if state['version_added']:
         cc.drop_lone_version(doc)
-    result.desired[name] = _bytes(cc.dumps(doc))
+    result.desired[name] = rc.to_bytes(cc.dumps(doc))
 
 
 def execute(module, result):
     """Write what plan() decided; nothing in check mode. Returns the module's result dict."""
-    params = module.params
-    changes = result.changes()
-    out = dict(result.result)
-    out.update(changed=bool(changes), actions=result.actions(), backup_file=None)
-    if module._diff:
-        out['diff'] = [files.diff_entry(name, result.current.get(name), result.desired[name])
-                       for name in changes if not name.endswith(STATE_SUFFIX)]
-    if module.check_mode or not changes:
-        return out
-    for name in changes:
-        data = result.desired[name]
-        is_state = name.endswith(STATE_SUFFIX)
-        backup = params['backup'] and not is_state
-        if data is None:
-            backup_file = files.remove(module, name, backup=backup)
-        else:
-            backup_file = files.write_atomic(module, name, data, backup=backup, mode=STATE_MODE if is_state else None)
-        if name == params['path'] and backup_file:
-            out['backup_file'] = backup_file
-    return out
+    return rc.execute(module, result, module.params['path'], state_path(module.params['path']))
 
 
 def gather(module):
     """Current bytes of every file the module may touch."""
-    path, drop_in = module.params['path'], module.params.get('drop_in')
-    current = {}
-    for name in (path, drop_in, state_path(path)):
-        if name:
-            current[name] = files.read_bytes(name)
-    return current
+    path = module.params['path']
+    return rc.gather([path, module.params.get('drop_in'), state_path(path)])

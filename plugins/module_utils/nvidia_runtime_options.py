@@ -11,17 +11,23 @@ __metaclass__ = type
 VARIANTS = ('cdi', 'legacy')
 
 
-def common_argument_spec():
-    """A fresh copy of the options that mean the same for containerd, Docker and CRI-O."""
-    return dict(
+def common_argument_spec(enable_cdi=True, backup=True):
+    """A fresh copy of the options that mean the same for containerd, Docker and CRI-O.
+
+    CRI-O leaves out enable_cdi and backup (doc fragments ENABLE_CDI and BACKUP).
+    """
+    spec = dict(
         state=dict(type='str', default='present', choices=['present', 'absent']),
         runtime_name=dict(type='str', default='nvidia'),
         runtime_binary=dict(type='path', default='/usr/bin/nvidia-container-runtime'),
         variants=dict(type='list', elements='str', default=[], choices=list(VARIANTS)),
         set_as_default=dict(type='bool', default=False),
-        enable_cdi=dict(type='bool', default=False),
-        backup=dict(type='bool', default=False),
     )
+    if enable_cdi:
+        spec['enable_cdi'] = dict(type='bool', default=False)
+    if backup:
+        spec['backup'] = dict(type='bool', default=False)
+    return spec
 
 
 def runtime_entries(runtime_name, runtime_binary, variants):

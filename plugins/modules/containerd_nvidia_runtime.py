@@ -29,6 +29,8 @@ requirements:
   - tomlkit (Python library on the managed node, for example the C(python3-tomlkit) package)
 extends_documentation_fragment:
   - gpuops.gpu_operator.nvidia_runtime
+  - gpuops.gpu_operator.nvidia_runtime.enable_cdi
+  - gpuops.gpu_operator.nvidia_runtime.backup
   - ansible.builtin.action_common_attributes
 attributes:
   check_mode:
@@ -143,7 +145,7 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_runtime
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_cli import ContainerdCommandError, default_config
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_config import ConfigError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import ConfigError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.files import FileError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import common_argument_spec
 
