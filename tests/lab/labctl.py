@@ -27,7 +27,7 @@ REPO = HERE.parents[1]
 IMAGES_DIR = HERE / 'images'
 RECIPE = IMAGES_DIR / 'recipe.toml'
 SETUP_SCRIPT = IMAGES_DIR / 'setup.sh'
-MOLECULE_FILE = REPO / 'molecule' / 'lab' / 'molecule.yml'
+MOLECULE_DIR = REPO / 'molecule'
 BUILD_DIR = REPO / '.build'
 CACHE_DIR = BUILD_DIR / 'cache' / 'debootstrap'
 LOG_DIR = BUILD_DIR / 'lab'
@@ -365,11 +365,11 @@ def cmd_status(_args: argparse.Namespace, _recipe: dict) -> int:
 
 # ---------------------------------------------------------------- molecule
 
-def molecule_platforms(recipe: dict) -> str:
+def molecule_platforms(recipe: dict, prefix: str) -> str:
     """The molecule podman-driver platforms for every distro, as YAML lines."""
     lines = [MOLECULE_BEGIN, '# from tests/lab/images/recipe.toml; edit that, then rerun the command']
     for distro, values in recipe['distro'].items():
-        lines += [f'- name: lab-{distro}',
+        lines += [f'- name: {prefix}-{distro}',
                   f'  image: {json.dumps(alias_tag(distro))}',
                   '  pre_build_image: true',
                   '  override_command: false  # the image CMD is /sbin/init',
@@ -380,28 +380,34 @@ def molecule_platforms(recipe: dict) -> str:
 
 
 def cmd_molecule_platforms(args: argparse.Namespace, recipe: dict) -> int:
-    try:
-        text = MOLECULE_FILE.read_text(encoding='utf-8')
-    except OSError as exc:
-        raise LabError(f'cannot read {MOLECULE_FILE}: {exc}') from exc
-    begin = text.find(MOLECULE_BEGIN)
-    end = text.find(MOLECULE_END)
-    if begin < 0 or end < begin:
-        raise LabError(f'{MOLECULE_FILE}: markers {MOLECULE_BEGIN!r} ... {MOLECULE_END!r} not found')
-    begin = text.rfind('\n', 0, begin) + 1
-    end = text.index('\n', end) + 1
-    new = text[:begin] + molecule_platforms(recipe) + text[end:]
-    if new == text:
-        say(f'==> {MOLECULE_FILE.relative_to(REPO)}: platforms match {RECIPE.relative_to(REPO)}')
-        return 0
-    if args.check:
-        say(f'error: {MOLECULE_FILE.relative_to(REPO)} platforms are stale; run: {sys.argv[0]} molecule-platforms')
-        return 1
-    tmp = MOLECULE_FILE.with_suffix('.yml.tmp')
-    tmp.write_text(new, encoding='utf-8')
-    tmp.replace(MOLECULE_FILE)
-    say(f'==> {MOLECULE_FILE.relative_to(REPO)}: platforms rewritten')
-    return 0
+    """Rewrite (or --check) the marked platforms block of every scenario that has one.
+
+    Platform names are prefixed with the scenario's name, so scenarios can run side by side.
+    """
+    stale = 0
+    for path in sorted(MOLECULE_DIR.glob('*/molecule.yml')):
+        text = path.read_text(encoding='utf-8')
+        begin = text.find(MOLECULE_BEGIN)
+        if begin < 0:
+            continue
+        end = text.find(MOLECULE_END)
+        if end < begin:
+            raise LabError(f'{path}: {MOLECULE_BEGIN!r} without {MOLECULE_END!r} after it')
+        begin = text.rfind('\n', 0, begin) + 1
+        end = text.index('\n', end) + 1
+        new = text[:begin] + molecule_platforms(recipe, path.parent.name) + text[end:]
+        name = path.relative_to(REPO)
+        if new == text:
+            say(f'==> {name}: platforms match {RECIPE.relative_to(REPO)}')
+        elif args.check:
+            say(f'error: {name} platforms are stale; run: {sys.argv[0]} molecule-platforms')
+            stale += 1
+        else:
+            tmp = path.with_suffix('.yml.tmp')
+            tmp.write_text(new, encoding='utf-8')
+            tmp.replace(path)
+            say(f'==> {name}: platforms rewritten')
+    return 1 if stale else 0
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -422,7 +428,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.set_defaults(func=cmd_down)
     p = sub.add_parser('status', help='list lab nodes')
     p.set_defaults(func=cmd_status)
-    p = sub.add_parser('molecule-platforms', help=f'write the platforms of {MOLECULE_FILE.relative_to(REPO)} from the recipe')
+    p = sub.add_parser('molecule-platforms', help='write the marked platforms block of each molecule scenario from the recipe')
     p.add_argument('--check', action='store_true', help='only check that they are current')
     p.set_defaults(func=cmd_molecule_platforms)
     return parser.parse_args(argv)
