@@ -15,7 +15,7 @@ gate_changelog() {
 }
 
 gate_pytest() {
-  python -m pytest tests -q -p no:cacheprovider
+  python -m pytest tests -q --durations=10
 }
 
 gate_lint() {
@@ -56,7 +56,7 @@ gate_importer() {
 }
 
 gate_molecule() {
-  molecule test -s lab
+  molecule test --all
 }
 
 # The demo, then the site playbook once more: a converged lab must report no change.
