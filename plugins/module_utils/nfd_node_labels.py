@@ -124,6 +124,12 @@ def _call(function, verb, node_name, host):
         raise
 
 
+def read_node(core, node_name, host):
+    """The Node as decoded JSON (raw: the client's models reject a Node whose status lacks fields they require)."""
+    response = _call(lambda: core.read_node(node_name, _preload_content=False), 'get', node_name, host)
+    return json.loads(response.data)
+
+
 def apply(api_client, node_name, desired, state='present', check_mode=False):
     """Read the Node, reconcile and patch it once; returns (plan, before_labels, changed)."""
     from kubernetes import client  # pylint: disable=import-outside-toplevel
@@ -132,10 +138,7 @@ def apply(api_client, node_name, desired, state='present', check_mode=False):
     attempt = 0
     while True:
         attempt += 1
-        # Raw JSON: only metadata is needed, and the client's models reject a Node
-        # whose status lacks fields they require.
-        response = _call(lambda: core.read_node(node_name, _preload_content=False), 'get', node_name, host)
-        metadata = json.loads(response.data)['metadata']
+        metadata = read_node(core, node_name, host)['metadata']
         current = dict(metadata.get('labels') or {})
         owned = owned_keys(metadata.get('annotations'))
         plan = reconcile(current, owned, desired, state)

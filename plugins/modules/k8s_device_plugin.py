@@ -1,0 +1,242 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: k8s_device_plugin
+short_description: Prove on a node that NVIDIA's device plugin registered its resource with the kubelet
+description:
+  - Runs on the GPU node and waits until every sign of a registered device plugin is there, polling until O(timeout).
+  - The kubelet's registration socket C(kubelet.sock) and the plugin's socket (C(nvidia-<name>.sock), where C(<name>) is
+    O(resource_name) after the C(/), as NVIDIA's k8s-device-plugin names it) exist in O(socket_dir).
+  - The Node's C(status.capacity) and C(status.allocatable) list O(resource_name) with the expected count.
+  - When the grpcio library is importable, the kubelet's PodResources v1 C(GetAllocatableResources) on
+    O(pod_resources_socket) lists as many device IDs of O(resource_name); without grpcio that check is skipped and
+    RV(pod_resources) says so. Neither protobuf nor grpcio is required.
+  - Fails with a message naming each missing piece (socket, capacity) and each count mismatch, for example
+    time-slicing configured but the capacity not multiplied.
+  - Never changes anything.
+version_added: 0.1.0
+author:
+  - gpuops developers (@gpuops)
+options:
+  node_name:
+    description: Name of the Node object of this node.
+    type: str
+    required: true
+  resource_name:
+    description:
+      - The extended resource the plugin advertises, for example C(nvidia.com/gpu), C(nvidia.com/gpu.shared)
+        (time-slicing or MPS with renameByDefault) or a MIG resource C(nvidia.com/mig-1g.10gb) (mixed strategy).
+    type: str
+    default: nvidia.com/gpu
+  expected_count:
+    description:
+      - How many devices O(resource_name) must show. Overrides O(gpu_count) and O(replicas).
+      - When unset, O(gpu_count) x O(replicas), each taken from the option or else from the Node's labels
+        C(<resource>.count) and C(<resource>.replicas) (set by M(gpuops.gpu_operator.nfd_labels); for a
+        C(.shared) resource the labels of the plain name). Without option or label, replicas is 1 and a missing
+        GPU count is an error.
+    type: int
+  gpu_count:
+    description: Physical GPUs (or MIG devices) behind O(resource_name); the C(<resource>.count) label when unset.
+    type: int
+  replicas:
+    description: Replicas per device under time-slicing or MPS; the C(<resource>.replicas) label, else 1, when unset.
+    type: int
+  timeout:
+    description: Seconds to wait for the plugin to register; C(0) checks once.
+    type: int
+    default: 120
+  poll_interval:
+    description: Seconds between two checks.
+    type: float
+    default: 2
+  socket_dir:
+    description: The kubelet's device plugin directory.
+    type: path
+    default: /var/lib/kubelet/device-plugins
+  pod_resources_socket:
+    description: The kubelet's PodResources API socket.
+    type: path
+    default: /var/lib/kubelet/pod-resources/kubelet.sock
+extends_documentation_fragment:
+  - gpuops.gpu_operator.k8s_auth
+requirements:
+  - grpcio (optional) for the PodResources check
+notes:
+  - Supports check mode (it only reads).
+  - A module cannot print while it runs; each change seen while waiting is returned in RV(progress) (shown with C(-v))
+    and logged to the node's journal.
+'''
+
+EXAMPLES = r'''
+- name: Wait for the device plugin on this node (count from the nfd_labels labels)
+  gpuops.gpu_operator.k8s_device_plugin:
+    node_name: "{{ ansible_facts.nodename }}"
+    timeout: 300
+
+- name: Four time-sliced replicas of one GPU
+  gpuops.gpu_operator.k8s_device_plugin:
+    node_name: gpu-1
+    gpu_count: 1
+    replicas: 4
+
+- name: A MIG resource under the mixed strategy
+  gpuops.gpu_operator.k8s_device_plugin:
+    node_name: gpu-2
+    resource_name: nvidia.com/mig-1g.10gb
+    expected_count: 7
+'''
+
+RETURN = r'''
+registered:
+  description: Whether every check passed.
+  returned: always
+  type: bool
+sockets:
+  description: Each socket checked and whether a unix socket is there.
+  returned: always
+  type: dict
+  sample: {/var/lib/kubelet/device-plugins/kubelet.sock: true, /var/lib/kubelet/device-plugins/nvidia-gpu.sock: true}
+capacity:
+  description: C(status.capacity) of O(resource_name) on the Node; null when not listed.
+  returned: always
+  type: int
+  sample: 4
+allocatable:
+  description: C(status.allocatable) of O(resource_name) on the Node; null when not listed.
+  returned: always
+  type: int
+  sample: 4
+devices:
+  description: Device IDs of O(resource_name) from PodResources GetAllocatableResources; empty when skipped.
+  returned: always
+  type: list
+  elements: str
+  sample: [GPU-0f5a7b4c-0000-0000-0000-000000000000]
+pod_resources:
+  description: Whether the PodResources check ran (C(checked)) or why it was skipped.
+  returned: always
+  type: str
+  sample: 'skipped: grpcio is not installed'
+expected:
+  description: The device count expected and where it came from.
+  returned: always
+  type: dict
+  sample: {count: 4, gpu_count: 1, replicas: 4, source: 'label nvidia.com/gpu.count, label nvidia.com/gpu.replicas'}
+elapsed:
+  description: Seconds spent waiting.
+  returned: always
+  type: float
+progress:
+  description: What each check saw, each time it changed, as C(<seconds>s) followed by the problems or C(registered).
+  returned: always
+  type: list
+  elements: str
+'''
+
+import time
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import device_plugin_check as check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client, pod_resources
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import NodeError, read_node
+
+
+def read_node_if_any(core, node_name, host):
+    """The Node as decoded JSON, or None while it does not exist."""
+    try:
+        return read_node(core, node_name, host)
+    except NodeError as exc:
+        if exc.status == 404:
+            return None
+        raise
+
+
+def observe(module, core, host):
+    """One look at sockets, Node and PodResources; returns (result fields, problems)."""
+    params = module.params
+    name, resource = params['node_name'], params['resource_name']
+    sockets = check.observe_sockets(params['socket_dir'], resource)
+    found = dict(sockets=sockets, capacity=None, allocatable=None, expected=None, devices=[], pod_resources='skipped: grpcio is not installed')
+    node = read_node_if_any(core, name, host)
+    if node is None:
+        # Nothing to compare with yet (the kubelet registers the Node): report the sockets and wait.
+        return found, ['Node %s not found' % name] + check.socket_problems(sockets, resource)
+    capacity, allocatable, labels = check.node_resources(node, resource)
+    capacity, allocatable = check.quantity(capacity), check.quantity(allocatable)
+    want = check.expected(resource, labels, name, params['expected_count'], params['gpu_count'], params['replicas'])
+    found.update(capacity=capacity, allocatable=allocatable, expected=want)
+    problems = []
+    devices = None
+    if pod_resources.HAS_GRPC:
+        try:
+            entries = pod_resources.get_allocatable(params['pod_resources_socket'], timeout=max(params['poll_interval'], 5))
+            devices = pod_resources.device_ids(entries, resource)
+            found.update(devices=devices, pod_resources='checked')
+        except pod_resources.PodResourcesError as exc:
+            found['pod_resources'] = 'failed: %s' % exc
+            problems.append('PodResources: %s' % exc)
+    problems.extend(check.problems(name, resource, sockets, capacity, allocatable, want, devices))
+    return found, problems
+
+
+def main():
+    argument_spec = dict(
+        node_name=dict(type='str', required=True),
+        resource_name=dict(type='str', default=check.DEFAULT_RESOURCE),
+        expected_count=dict(type='int'),
+        gpu_count=dict(type='int'),
+        replicas=dict(type='int'),
+        timeout=dict(type='int', default=120),
+        poll_interval=dict(type='float', default=2),
+        socket_dir=dict(type='path', default=check.DEFAULT_SOCKET_DIR),
+        pod_resources_socket=dict(type='path', default=pod_resources.DEFAULT_SOCKET),
+    )
+    argument_spec.update(k8s_client.AUTH_ARG_SPEC)
+    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
+    params = module.params
+    result = dict(changed=False, registered=False, sockets={}, capacity=None, allocatable=None, devices=[], pod_resources='not run',
+                  expected=None, elapsed=0.0, progress=[])
+    if params['timeout'] < 0 or params['poll_interval'] <= 0:
+        module.fail_json(msg='timeout must be 0 or more and poll_interval more than 0, got %s and %s' % (params['timeout'], params['poll_interval']),
+                         **result)
+    try:
+        check.socket_name(params['resource_name'])
+    except check.CheckError as exc:
+        module.fail_json(msg=str(exc), **result)
+    client = k8s_client.api_client(module)
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # present: api_client() checked
+    core, host = CoreV1Api(client), client.configuration.host
+    start = time.monotonic()
+    last = None
+    while True:
+        try:
+            found, problems = observe(module, core, host)
+        except (check.CheckError, NodeError) as exc:
+            result['elapsed'] = round(time.monotonic() - start, 1)
+            module.fail_json(msg=str(exc), **result)
+        elapsed = time.monotonic() - start
+        result.update(found, elapsed=round(elapsed, 1), registered=not problems)
+        seen = '; '.join(problems) or 'registered'
+        if seen != last:
+            result['progress'].append('%.1fs: %s' % (elapsed, seen))
+            module.log('k8s_device_plugin %s %s: %s' % (params['node_name'], params['resource_name'], seen))
+            last = seen
+        if not problems:
+            module.exit_json(**result)
+        if elapsed + params['poll_interval'] > params['timeout']:
+            module.fail_json(msg='%s not registered on Node %s after %.0fs: %s' % (params['resource_name'], params['node_name'], elapsed, seen),
+                             **result)
+        time.sleep(params['poll_interval'])
+
+
+if __name__ == '__main__':
+    main()
