@@ -13,12 +13,19 @@ from tests.cluster.helpers import REPO, unique
 
 DAEMONSETS = {'nvidia-device-plugin-daemonset': 'device-plugin', 'nvidia-dcgm-exporter': 'dcgm-exporter', 'nvidia-mig-manager': 'mig-manager'}
 MONITOR_CRD = 'servicemonitors.monitoring.coreos.com'
+POLICY_CRD = 'clusterpolicies.nvidia.com'
+MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 
 
 def run_roles(kube_api, tmp_path, roles, variables):
-    """Run `roles` on localhost with `variables`; returns (returncode, changed count or None, output)."""
+    """Run `roles` on localhost with `variables`; returns (returncode, changed count or None, output).
+
+    A role is its short name, or a dict {role: short name, <role parameter>: value} (a role listed twice with
+    different parameters runs twice).
+    """
+    entries = [f'gpuops.gpu_operator.{r}' if isinstance(r, str) else dict(r, role=f'gpuops.gpu_operator.{r["role"]}') for r in roles]
     playbook = tmp_path / 'cluster.yml'
-    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': [f'gpuops.gpu_operator.{r}' for r in roles]}]))
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': entries}]))
     extra = tmp_path / 'vars.json'
     extra.write_text(json.dumps(dict(variables, ansible_python_interpreter=sys.executable)))
     env = kube_api.env()
@@ -87,25 +94,96 @@ def test_apply_twice_then_unchanged(kube_api, tmp_path, namespace):
     assert policy['spec']['gfd']['enabled'] is False and policy['spec']['driver'] == {'enabled': False}
 
 
+def task_changed(out, role, task):
+    """Whether the output shows the task (name starting with `task`) of `role` reporting changed."""
+    return re.search(r'TASK \[gpuops\.gpu_operator\.%s : %s[^\]]*\][ *]*\s+changed:' % (role, re.escape(task)), out) is not None
+
+
+def leftovers(kube_api, namespace):
+    """Everything of ours still there: objects labelled managed-by gpuops.gpu_operator, our names, the namespace."""
+    client = kube_api.api_client
+    found = []
+    core, rbac = kubernetes.client.CoreV1Api(client), kubernetes.client.RbacAuthorizationV1Api(client)
+    lists = {'Namespace': lambda: core.list_namespace(field_selector=f'metadata.name={namespace}').items,
+             'RuntimeClass': lambda: [rc for rc in kubernetes.client.NodeV1Api(client).list_runtime_class().items
+                                      if rc.metadata.name in ('nvidia', 'nvidia-cdi', 'nvidia-legacy')],
+             'ClusterRole': lambda: rbac.list_cluster_role(label_selector=MANAGED_BY).items,
+             'ClusterRoleBinding': lambda: rbac.list_cluster_role_binding(label_selector=MANAGED_BY).items,
+             'CustomResourceDefinition': lambda: kubernetes.client.ApiextensionsV1Api(client).list_custom_resource_definition(
+                 label_selector=MANAGED_BY).items}
+    for kind, listing in lists.items():
+        found += [f'{kind} {item.metadata.name}' for item in listing()]
+    for kind, listing in (('ServiceAccount', core.list_service_account_for_all_namespaces), ('Secret', core.list_secret_for_all_namespaces),
+                          ('ConfigMap', core.list_config_map_for_all_namespaces), ('Service', core.list_service_for_all_namespaces),
+                          ('Pod', core.list_pod_for_all_namespaces),
+                          ('DaemonSet', kubernetes.client.AppsV1Api(client).list_daemon_set_for_all_namespaces)):
+        found += [f'{kind} {item.metadata.namespace}/{item.metadata.name}' for item in listing(label_selector=MANAGED_BY).items]
+    if kube_api.standin is not None:
+        # The stand-in can list every stored object of every kind, custom resources included.
+        found += [f'{obj.raw["kind"]} {obj.raw["metadata"].get("namespace") or ""}/{obj.raw["metadata"]["name"]}'
+                  for obj in kube_api.standin.objects.values()
+                  if not obj.deleted and (obj.raw['metadata'].get('labels') or {}).get('app.kubernetes.io/managed-by') == 'gpuops.gpu_operator'
+                  and obj.raw['metadata'].get('namespace') in (None, namespace)]
+    return sorted(set(found))
+
+
 def test_disabling_removes_and_absent_uninstalls(kube_api, tmp_path, namespace):
     roles = ['gpu_cluster_base', 'gpu_cluster_operands']
-    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace))
+    credentials = [{'name': 'old-pull', 'registry': 'mirror.example:5000', 'username': 'robot', 'password': 'not-printed'}]
+    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_cluster_base_registry_credentials=credentials))
     assert code == 0, out
     policy = {'gfd': {'enabled': True}, 'dcgmExporter': {'enabled': False}}
+    # The credentials are no longer listed: uninstalling must still remove their Secret.
     code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_cluster_operands_policy=policy))
     assert code == 0, out
     assert set(daemonsets(kube_api, namespace)) == {'nvidia-device-plugin-daemonset', 'gpu-feature-discovery', 'nvidia-mig-manager'}
     services = kubernetes.client.CoreV1Api(kube_api.api_client).list_namespaced_service(namespace).items
     assert [s.metadata.name for s in services] == [], 'the disabled DCGM exporter keeps no Service'
+    assert leftovers(kube_api, namespace), 'the check below sees what is installed'
 
-    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands'], variables(namespace, gpu_cluster_operands_state='absent'))
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands', 'gpu_cluster_base'],
+                                    variables(namespace, gpu_cluster_operands_state='absent', gpu_cluster_base_state='absent'))
     assert code == 0, out
-    assert not daemonsets(kube_api, namespace)
-    core = kubernetes.client.CoreV1Api(kube_api.api_client)
-    assert [c.metadata.name for c in core.list_namespaced_config_map(namespace).items] == []
+    # The namespace is gone with whatever it held, so the operands' own removal is checked in the output.
+    assert task_changed(out, 'gpu_cluster_operands', 'Remove the objects of disabled operands'), out
+    assert leftovers(kube_api, namespace) == []
     with pytest.raises(ApiException) as caught:
         kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
     assert caught.value.status == 404
+
+
+def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):
+    """A ClusterPolicy CRD that is not ours is used as it is and survives the uninstall."""
+    ext = kubernetes.client.ApiextensionsV1Api(kube_api.api_client)
+    try:
+        existing = ext.read_custom_resource_definition(POLICY_CRD)
+    except ApiException as exc:
+        assert exc.status == 404
+        existing = None
+    # On a real cluster NVIDIA's installed CRD is the foreign one; ours (or none) is swapped for a stand-in of NVIDIA's.
+    swap = existing is None or (existing.metadata.labels or {}).get('app.kubernetes.io/managed-by') == 'gpuops.gpu_operator'
+    if swap:
+        if existing is not None:
+            ext.delete_custom_resource_definition(POLICY_CRD)
+        ext.create_custom_resource_definition({
+            'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
+            'metadata': {'name': POLICY_CRD, 'labels': {'app.kubernetes.io/name': 'gpu-operator'}},
+            'spec': {'group': 'nvidia.com', 'scope': 'Cluster',
+                     'names': {'kind': 'ClusterPolicy', 'plural': 'clusterpolicies', 'singular': 'clusterpolicy', 'listKind': 'ClusterPolicyList'},
+                     'versions': [{'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
+                                   'schema': {'openAPIV3Schema': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}})
+    try:
+        uid = ext.read_custom_resource_definition(POLICY_CRD).metadata.uid
+        code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', {'role': 'gpu_cluster_base', 'gpu_cluster_base_state': 'absent'}],
+                                        variables(namespace))
+        assert code == 0, out
+        assert 'msg: clusterpolicies.nvidia.com is installed and not managed by gpuops.gpu_operator' in out, out
+        assert task_changed(out, 'gpu_cluster_base', 'Remove the operator namespace'), out
+        assert ext.read_custom_resource_definition(POLICY_CRD).metadata.uid == uid
+        assert leftovers(kube_api, namespace) == []
+    finally:
+        if swap:
+            ext.delete_custom_resource_definition(POLICY_CRD)
 
 
 def test_bad_device_plugin_config_applies_nothing(kube_api, tmp_path, namespace):
