@@ -31,7 +31,8 @@ MOLECULE_DIR = REPO / 'molecule'
 BUILD_DIR = REPO / '.build'
 CACHE_DIR = BUILD_DIR / 'cache' / 'debootstrap'
 LOG_DIR = BUILD_DIR / 'lab'
-SMI_FIXTURE = REPO / 'tests' / 'fixtures' / 'gpus' / 'gpuops-lab-nvidia-smi'
+FIXTURES_DIR = REPO / 'tests' / 'fixtures' / 'gpus'
+SMI_FIXTURE = FIXTURES_DIR / 'gpuops-lab-nvidia-smi'
 
 REPOSITORY = 'localhost/gpuops-lab'
 LABEL = 'gpuops.lab'
@@ -77,6 +78,13 @@ def load_recipe() -> dict:
         missing = {'suite', 'run'} - set(values)
         if missing:
             raise LabError(f"{RECIPE}: [distro.{name}] lacks {', '.join(sorted(missing))}")
+    for scenario, values in recipe.get('molecule', {}).items():
+        for distro, fixture in values.get('fixtures', {}).items():
+            where = f'{RECIPE}: [molecule.{scenario}.fixtures] {distro}'
+            if distro not in recipe.get('distro', {}):
+                raise LabError(f'{where}: no such distro')
+            if not (FIXTURES_DIR / fixture).is_dir():
+                raise LabError(f'{where}: no GPU fixture {fixture!r} in {FIXTURES_DIR.relative_to(REPO)}')
     return recipe
 
 
@@ -235,15 +243,18 @@ def cmd_build(args: argparse.Namespace, recipe: dict) -> int:
 
 # ---------------------------------------------------------------- nodes
 
+def fixture_volumes(fixture: str, smi: str) -> list[str]:
+    """podman options serving a GPU fixture directory and the nvidia-smi simulator to a node, read-only."""
+    return [f'--volume={fixture}:{FIXTURE_MOUNT}:ro', f'--volume={smi}:{SMI_MOUNT}:ro']
+
+
 def node_args(recipe: dict, distro: str, fixture: Path | None) -> list[str]:
     """The run options of a node, fixture mounts included."""
     args = list(recipe['distro'][distro]['run'])
     if fixture is not None:
-        args.append(f'--volume={fixture}:{FIXTURE_MOUNT}:ro')
-        if SMI_FIXTURE.is_file():
-            args.append(f'--volume={SMI_FIXTURE}:{SMI_MOUNT}:ro')
-        else:
-            say(f'warning: {SMI_FIXTURE} is missing; {SMI_MOUNT} will not exist on the node')
+        if not SMI_FIXTURE.is_file():
+            raise LabError(f'{SMI_FIXTURE} is missing; a node with a fixture runs it as {SMI_MOUNT}')
+        args += fixture_volumes(str(fixture), str(SMI_FIXTURE))
     return args
 
 
@@ -365,16 +376,26 @@ def cmd_status(_args: argparse.Namespace, _recipe: dict) -> int:
 
 # ---------------------------------------------------------------- molecule
 
-def molecule_platforms(recipe: dict, prefix: str) -> str:
-    """The molecule podman-driver platforms for every distro, as YAML lines."""
+def molecule_platforms(recipe: dict, scenario: str) -> str:
+    """The molecule podman-driver platforms for every distro, as YAML lines.
+
+    A distro given a GPU fixture in the recipe's [molecule.<scenario>.fixtures] gets the mounts of
+    `up --fixture`, from the checkout molecule runs in (molecule expands ${MOLECULE_PROJECT_DIRECTORY}).
+    """
+    fixtures = recipe.get('molecule', {}).get(scenario, {}).get('fixtures', {})
+    checkout = '${MOLECULE_PROJECT_DIRECTORY}'
     lines = [MOLECULE_BEGIN, '# from tests/lab/images/recipe.toml; edit that, then rerun the command']
     for distro, values in recipe['distro'].items():
-        lines += [f'- name: {prefix}-{distro}',
+        opts = list(values['run'])
+        if distro in fixtures:
+            opts += fixture_volumes(f'{checkout}/{(FIXTURES_DIR / fixtures[distro]).relative_to(REPO)}',
+                                    f'{checkout}/{SMI_FIXTURE.relative_to(REPO)}')
+        lines += [f'- name: {scenario}-{distro}',
                   f'  image: {json.dumps(alias_tag(distro))}',
                   '  pre_build_image: true',
                   '  override_command: false  # the image CMD is /sbin/init',
                   '  extra_opts:']
-        lines += [f'    - {json.dumps(opt)}' for opt in values['run']]
+        lines += [f'    - {json.dumps(opt)}' for opt in opts]
     # END sits at column 0, like the key after it, to please yamllint.
     return ''.join(f'  {line}\n' for line in lines) + MOLECULE_END + '\n'
 
@@ -385,11 +406,13 @@ def cmd_molecule_platforms(args: argparse.Namespace, recipe: dict) -> int:
     Platform names are prefixed with the scenario's name, so scenarios can run side by side.
     """
     stale = 0
+    marked = set()
     for path in sorted(MOLECULE_DIR.glob('*/molecule.yml')):
         text = path.read_text(encoding='utf-8')
         begin = text.find(MOLECULE_BEGIN)
         if begin < 0:
             continue
+        marked.add(path.parent.name)
         end = text.find(MOLECULE_END)
         if end < begin:
             raise LabError(f'{path}: {MOLECULE_BEGIN!r} without {MOLECULE_END!r} after it')
@@ -407,6 +430,9 @@ def cmd_molecule_platforms(args: argparse.Namespace, recipe: dict) -> int:
             tmp.write_text(new, encoding='utf-8')
             tmp.replace(path)
             say(f'==> {name}: platforms rewritten')
+    orphans = sorted(set(recipe.get('molecule', {})) - marked)
+    if orphans:
+        raise LabError(f"{RECIPE.relative_to(REPO)} gives fixtures to scenarios without generated platforms: {', '.join(orphans)}")
     return 1 if stale else 0
 
 
