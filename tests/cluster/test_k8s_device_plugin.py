@@ -6,7 +6,6 @@ its encoder is independent of the module's decoder. The kubelet's and the plugin
 plain bound unix sockets (only their presence is checked). A throw-away Node is created (on a
 real cluster too) and its status set through the status subresource, as a kubelet does.
 """
-import json
 import shutil
 import socket
 import tempfile
@@ -18,11 +17,11 @@ from pathlib import Path
 import grpc
 import kubernetes
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import pod_resources
 from ansible_collections.gpuops.gpu_operator.plugins.modules import k8s_device_plugin
 from tests.cluster.helpers import unique
+from tests.module_runner import run_module
 
 GPU = 'nvidia.com/gpu'
 UUIDS = ['GPU-%d1f9c0a2-5b3e-4c1d-9e8f-00000000000%d' % (n, n) for n in range(4)]
@@ -126,10 +125,7 @@ def set_gpus(core, name, capacity, allocatable=None):
 def run(capsys, kube_api, kubelet_dir, **args):
     args = dict(dict(kubeconfig=kube_api.kubeconfig, socket_dir=str(kubelet_dir / 'device-plugins'),
                      pod_resources_socket=str(kubelet_dir / 'pod-resources' / 'kubelet.sock'), timeout=0, poll_interval=0.2), **args)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            k8s_device_plugin.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, k8s_device_plugin.main, args)
 
 
 def test_registered_with_time_slicing(kube_api, node, kubelet_dir, capsys):

@@ -11,11 +11,11 @@ import textwrap
 
 import kubernetes
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import OWNED_ANNOTATION
 from tests.cluster.helpers import REPO, unique
+from tests.module_runner import run_module
 
 GPUS = REPO / 'tests' / 'fixtures' / 'gpus'
 FOREIGN = {'gpuops.test/foreign': 'keep-me'}
@@ -51,10 +51,7 @@ def run(capsys, monkeypatch, fixture, **args):
     """The module in-process against the API; nvidia-smi is the lab simulator serving `fixture`."""
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', str(GPUS / fixture))
     args = dict(fixture_args(fixture), **args)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            nfd_labels.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, nfd_labels.main, args)
 
 
 def node_meta(core, name):

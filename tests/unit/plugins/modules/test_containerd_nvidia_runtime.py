@@ -8,25 +8,21 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import containerd_nvidia_runtime
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_runtime import STATE_SUFFIX
+from tests.module_runner import run_module
 
 FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'containerd', 'default-1.7.24.toml')
 
 
 def run(capsys, **args):
     args.setdefault('config_source', 'file')
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            containerd_nvidia_runtime.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, containerd_nvidia_runtime.main, args)
 
 
 @pytest.fixture

@@ -8,21 +8,17 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 
 import pytest
 import tomlkit
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import crio_nvidia_runtime
+from tests.module_runner import run_module
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            crio_nvidia_runtime.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, crio_nvidia_runtime.main, args)
 
 
 def test_drop_in_written_and_removed_state_outside_the_directory(capsys, tmp_path):

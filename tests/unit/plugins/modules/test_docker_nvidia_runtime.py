@@ -13,19 +13,16 @@ import os
 import stat
 
 import pytest
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import docker_nvidia_runtime
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import STATE_SUFFIX
+from tests.module_runner import run_module
 
 ORIGINAL = b'{\n    "log-driver": "journald",\n    "default-runtime": "runc"\n}\n'
 
 
 def run(capsys, **args):
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            docker_nvidia_runtime.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, docker_nvidia_runtime.main, args)
 
 
 @pytest.fixture

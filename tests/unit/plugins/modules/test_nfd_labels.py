@@ -8,17 +8,15 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import os
 import shutil
 import stat
 
-import pytest
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.testing import patch_module_args
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
 from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, MISSING, SIMULATOR
+from tests.module_runner import run_module
 
 
 def run(capsys, monkeypatch, fixture, smi_fixture=None, **args):
@@ -26,10 +24,7 @@ def run(capsys, monkeypatch, fixture, smi_fixture=None, **args):
     root = os.path.join(GPUS, fixture)
     args = dict(dict(apply=False, sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
                      os_release_path=MISSING), **args)
-    with patch_module_args(args):
-        with pytest.raises(SystemExit):
-            nfd_labels.main()
-    return json.loads(capsys.readouterr().out)
+    return run_module(capsys, nfd_labels.main, args)
 
 
 def test_compute_only(capsys, monkeypatch):
