@@ -22,6 +22,7 @@ import xml.etree.ElementTree as ET
 NVIDIA_VENDOR = '0x10de'
 # PCI base class 0x03: display controllers (VGA 0x0300, 3D controller 0x0302).
 DISPLAY_BASE_CLASS = '03'
+NVSWITCH_CLASS = '0x0680'
 SEARCH_DIRS = ['/usr/bin', '/usr/sbin', '/bin', '/sbin', '/opt/bin']
 # Parsable, untranslated output whatever the node's locale.
 C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
@@ -65,6 +66,11 @@ def pci_devices(sysfs_root):
 def nvidia_display_devices(devices):
     """The NVIDIA display-class functions (the GPUs) among `devices`."""
     return [dev for dev in devices if dev['vendor'] == NVIDIA_VENDOR and dev['pci_class'][2:4] == DISPLAY_BASE_CLASS]
+
+
+def nvswitch_devices(devices):
+    """The NVIDIA NVSwitches among `devices` (PCI class 0x0680, bridge): their nodes need the fabric manager."""
+    return [dev for dev in devices if dev['vendor'] == NVIDIA_VENDOR and dev['pci_class'][:6] == NVSWITCH_CLASS]
 
 
 def os_release(path):

@@ -1,0 +1,110 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Which packages make up the NVIDIA driver on a distribution (pure), and reading what a package manager has installed."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import DriverError, branch_of
+
+RHEL_LIKE = ('rhel', 'centos', 'rocky', 'almalinux', 'ol')
+RHEL_MAJORS = ('8', '9')
+
+
+def distro_family(os_release):
+    """debian | ubuntu | rhel | None from the os-release pairs."""
+    ids = [os_release.get('ID', '')] + os_release.get('ID_LIKE', '').split()
+    if 'ubuntu' in ids:
+        return 'ubuntu'
+    if 'debian' in ids:
+        return 'debian'
+    if any(name in RHEL_LIKE or name == 'fedora' for name in ids):
+        return 'rhel'
+    return None
+
+
+def manager_of(family):
+    return {'debian': 'apt', 'ubuntu': 'apt', 'rhel': 'dnf'}.get(family)
+
+
+def package_name(spec):
+    """The package name of an install spec ('nvidia-driver=550.*' -> 'nvidia-driver')."""
+    return spec.split('=', 1)[0]
+
+
+def _apt_pin(name, version):
+    """apt's version glob: a branch matches 550.*, a full version its Debian revisions (550.163.01-*)."""
+    if not version:
+        return name
+    return '%s=%s%s' % (name, version, '.*' if '.' not in version else '-*')
+
+
+def driver_packages(os_release, version, kernel_module_type, kernel_release, persistence_mode=True):
+    """The packages that install the driver: dict(manager, install, names, headers).
+
+    `install` are the specs handed to the package manager, `names` the package names that are held and whose
+    presence means "installed", `headers` the kernel headers package DKMS needs to build the module for
+    `kernel_release`. Raises DriverError for a distribution without a known naming.
+    """
+    family = distro_family(os_release)
+    branch = branch_of(version)
+    if not kernel_release:
+        raise DriverError('the running kernel release is unknown (procfs sys/kernel/osrelease): cannot name the kernel headers DKMS needs')
+    if family == 'debian':
+        # non-free: nvidia-driver depends on either kernel module flavour (the open one is in contrib);
+        # nvidia-smi and nvidia-persistenced are only recommended, and nvidia-persistenced has its own version.
+        dkms = 'nvidia-open-kernel-dkms' if kernel_module_type == 'open' else 'nvidia-kernel-dkms'
+        install = [_apt_pin(name, version) for name in ('nvidia-driver', dkms, 'nvidia-smi')]
+        install += ['nvidia-persistenced'] if persistence_mode else []
+        return dict(manager='apt', install=install, names=[package_name(spec) for spec in install],
+                    headers='linux-headers-%s' % kernel_release)
+    if family == 'ubuntu':
+        if not branch:
+            raise DriverError('Ubuntu packages each driver branch on its own (nvidia-driver-<branch>-server); '
+                              'set version to a branch, for example 570')
+        name = 'nvidia-driver-%s-server%s' % (branch, '-open' if kernel_module_type == 'open' else '')
+        install = [_apt_pin(name, version if '.' in version else '')]
+        return dict(manager='apt', install=install, names=[name], headers='linux-headers-%s' % kernel_release)
+    if family == 'rhel':
+        major = os_release.get('VERSION_ID', '').split('.')[0]
+        if major not in RHEL_MAJORS:
+            raise DriverError('no driver package naming for %s %s (RHEL 8 and 9 are known); give the package list in packages'
+                              % (os_release.get('ID'), os_release.get('VERSION_ID')))
+        # The CUDA repository's nvidia-driver module: one stream per branch and kernel module type.
+        flavour = 'open' if kernel_module_type == 'open' else 'dkms'
+        stream = '%s-%s' % (branch, flavour) if branch else ('open-dkms' if flavour == 'open' else 'latest-dkms')
+        kmod = 'kmod-nvidia-open-dkms' if flavour == 'open' else 'kmod-nvidia-latest-dkms'
+        names = ['nvidia-driver', 'nvidia-driver-cuda', kmod]
+        install = ['@nvidia-driver:%s' % stream]
+        if version and '.' in version:
+            install += ['%s-%s' % (name, version) for name in names]
+        return dict(manager='dnf', install=install, names=names, headers='kernel-devel-%s' % kernel_release)
+    raise DriverError('no driver package naming for %s %s (Debian, Ubuntu, RHEL 8 and 9 are known); give the package list in packages'
+                      % (os_release.get('ID') or 'an unknown distribution', os_release.get('VERSION_ID', '')))
+
+
+def parse_dpkg_status(text):
+    """Installed package names from `dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'` (ii / hi: installed)."""
+    names = set()
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[0][1:2] == 'i':
+            names.add(fields[1].split(':', 1)[0])
+    return names
+
+
+def parse_rpm_names(text):
+    return set(line.strip() for line in text.splitlines() if line.strip())
+
+
+def parse_versionlock(text):
+    """Package names from `dnf versionlock list` lines (name-[epoch:]version-release.*)."""
+    names = set()
+    for line in text.splitlines():
+        parts = line.strip().rsplit('-', 2)
+        if len(parts) == 3 and parts[1][:1].isdigit():
+            names.add(parts[0])
+    return names

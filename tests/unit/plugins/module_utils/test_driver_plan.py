@@ -1,0 +1,167 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The nvidia_driver planner on facts read from the captured fixtures (nvidia-smi served by the lab simulator)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+
+import pytest
+
+from ansible.module_utils.common.text.converters import to_bytes
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_plan, driver_state, gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import DriverError
+from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR, sim_runner
+
+READY = '/run/nvidia/validations/driver-ready'
+BLACKLIST = '/etc/modprobe.d/blacklist-nouveau.conf'
+RECORD = '/var/lib/gpuops/nvidia_driver.json'
+BOOKWORM = dict(ID='debian', VERSION_ID='12')
+
+
+def facts_of(fixture, smi_fixture=None, **overrides):
+    """The facts gather() reads, from a fixture's sys and proc and the simulator serving `smi_fixture`."""
+    root = os.path.join(GPUS, fixture)
+    xml_report, rows, listing, errors = gpu_discovery.query_nvidia_smi(sim_runner(os.path.join(GPUS, smi_fixture or fixture)), SIMULATOR)
+    merged = gpu_discovery.merge_views(xml_report, rows, listing)
+    facts = dict(
+        gpus=driver_state.gpus(gpu_discovery.pci_devices(os.path.join(root, 'sys'))),
+        nvswitch_count=0,
+        loaded=driver_state.proc_driver(os.path.join(root, 'proc')),
+        modules=driver_state.loaded_modules(os.path.join(root, 'proc')),
+        secure_boot='unknown', signing_key=False, os_release=BOOKWORM, kernel_release='6.1.0-28-amd64', manager='apt', record={},
+        smi=dict(binary=SIMULATOR, working=bool(merged), version=(xml_report or {}).get('driver_version'), gpus=len(merged),
+                 errors=errors),
+        installed_packages=set(), held_packages=set(), persistenced=dict(active=False), files={READY: None, BLACKLIST: None})
+    facts.update(overrides)
+    return facts
+
+
+def params_of(**overrides):
+    params = dict(state='present', version='', kernel_module_type='auto', packages=[], hold=True, blacklist_nouveau=True,
+                  load_modules=True, persistence_mode=True, validations_dir='/run/nvidia/validations', modprobe_dir='/etc/modprobe.d',
+                  record_file=RECORD)
+    params.update(overrides)
+    return params
+
+
+def actions(planned):
+    return [driver_plan.describe(step) for step in planned['steps'] if step['kind'] != 'validate']
+
+
+@pytest.mark.parametrize('state', ['present', 'validated'])
+def test_pre_installed_h200_is_validated_and_left_alone(state):
+    planned = driver_plan.plan(facts_of('h200-x1'), params_of(state=state))
+    assert actions(planned) == ['write ' + READY] and planned['packages'] == []
+    assert planned['driver'] == dict(installed=True, loaded=True, version='580.159.04', branch='580', source='pre-installed',
+                                     kernel_module_type='open')
+    assert planned['deploy_driver_label'] == 'pre-installed' and planned['reboot_required'] is False
+
+
+def test_validated_twice_changes_nothing():
+    planned = driver_plan.plan(facts_of('h200-x1', files={READY: b'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'}), params_of(state='validated'))
+    assert planned['steps'] == []
+
+
+def test_other_requested_version_is_a_warning():
+    planned = driver_plan.plan(facts_of('h200-x1'), params_of(version='570'))
+    assert planned['packages'] == [] and 'not the requested version 570' in planned['warnings'][0]
+    assert driver_plan.plan(facts_of('h200-x1'), params_of(version='580'))['warnings'] == []
+
+
+@pytest.mark.parametrize('fixture', ['cpu-only'])
+@pytest.mark.parametrize('state', ['present', 'validated', 'absent'])
+def test_no_gpu_nothing_to_do(fixture, state):
+    planned = driver_plan.plan(facts_of(fixture), params_of(state=state))
+    assert planned['steps'] == [] and planned['deploy_driver_label'] == 'false' and planned['driver']['source'] == 'none'
+
+
+def test_validated_without_driver_fails_saying_why():
+    # t4: a real GPU on the PCI bus, no proc capture; nvidia-smi answers like a node without driver (cpu-only).
+    with pytest.raises(DriverError, match="state=validated installs nothing and no NVIDIA driver is loaded .*couldn't communicate"):
+        driver_plan.plan(facts_of('t4', 'cpu-only'), params_of(state='validated'))
+
+
+def test_install_on_debian():
+    planned = driver_plan.plan(facts_of('t4', 'cpu-only'), params_of())
+    assert actions(planned) == [
+        'apt-get install -y --no-install-recommends linux-headers-6.1.0-28-amd64',
+        'write ' + BLACKLIST, 'update-initramfs -u',
+        'apt-get install -y --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced',
+        'apt-mark hold nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced',
+        'write ' + RECORD,
+        'modprobe nvidia', 'modprobe nvidia_uvm', 'modprobe nvidia_modeset',
+        'systemctl enable --now nvidia-persistenced.service']
+    # T4 (Turing) with the distro's default branch: NVIDIA's default there is the proprietary module.
+    assert planned['driver']['kernel_module_type'] == 'proprietary' and planned['driver']['source'] == 'package'
+    assert planned['deploy_driver_label'] == 'true' and planned['steps'][-1]['kind'] == 'validate'
+
+
+def test_installed_and_held_packages_are_not_redone():
+    facts = facts_of('t4', 'cpu-only', installed_packages={'nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced',
+                                                           'linux-headers-6.1.0-28-amd64'},
+                     held_packages={'nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced'},
+                     files={READY: None, BLACKLIST: to_bytes(driver_state.blacklist_text())}, persistenced=dict(active=True))
+    assert actions(driver_plan.plan(facts, params_of())) == ['modprobe nvidia', 'modprobe nvidia_uvm', 'modprobe nvidia_modeset']
+
+
+def test_user_packages_without_headers_or_options():
+    planned = driver_plan.plan(facts_of('t4', 'cpu-only', secure_boot='enabled'),
+                               params_of(packages=['nvidia-smi'], hold=False, blacklist_nouveau=False, load_modules=False,
+                                         persistence_mode=False))
+    assert actions(planned) == ['apt-get install -y --no-install-recommends nvidia-smi', 'write ' + RECORD]
+    assert planned['packages'] == ['nvidia-smi']
+
+
+def test_nouveau_loaded_means_reboot_and_no_modprobe():
+    facts = facts_of('t4', 'cpu-only', modules={'nouveau': 1})
+    planned = driver_plan.plan(facts, params_of())
+    assert planned['reboot_required'] is True and 'nouveau is loaded' in planned['warnings'][0]
+    assert 'write ' + BLACKLIST in actions(planned) and not any(a.startswith('modprobe') for a in actions(planned))
+
+
+def test_secure_boot_without_signing_key_fails_before_installing():
+    with pytest.raises(DriverError, match='Secure Boot is enabled and no DKMS signing key'):
+        driver_plan.plan(facts_of('t4', 'cpu-only', secure_boot='enabled'), params_of())
+    assert driver_plan.plan(facts_of('t4', 'cpu-only', secure_boot='enabled', signing_key=True), params_of())['steps']
+
+
+def test_mismatch_is_not_installed_over():
+    errors = ['nvidia-smi -q -x failed (rc=18): Failed to initialize NVML: Driver/library version mismatch']  # constructed
+    facts = facts_of('h200-x1', smi=dict(binary=SIMULATOR, working=False, version=None, gpus=0, errors=errors))
+    for state in ('present', 'validated'):
+        with pytest.raises(DriverError, match='Driver/library version mismatch.*Fix: reboot the node'):
+            driver_plan.plan(facts, params_of(state=state))
+
+
+@pytest.mark.parametrize('params, message', [
+    (dict(version='latest'), 'neither a driver branch'),
+    (dict(packages=['-o Dpkg::Options::=--force-all']), 'not a package name'),
+    (dict(packages=['']), 'not a package name'),
+])
+def test_bad_input(params, message):
+    with pytest.raises(DriverError, match=message):
+        driver_plan.plan(facts_of('t4', 'cpu-only'), params_of(**params))
+
+
+def test_absent_without_record_leaves_the_pre_installed_driver():
+    planned = driver_plan.plan(facts_of('h200-x1'), params_of(state='absent'))
+    assert planned['steps'] == [] and planned['driver']['source'] == 'pre-installed' and planned['deploy_driver_label'] == 'pre-installed'
+
+
+def test_absent_removes_what_the_record_names():
+    record = dict(manager='apt', packages=['nvidia-smi'], installed=['nvidia-smi', 'libnvidia-ml1'], held=['nvidia-smi'],
+                  files={BLACKLIST: None})
+    facts = facts_of('t4', 'cpu-only', record=record, installed_packages={'nvidia-smi', 'libnvidia-ml1', 'bash'},
+                     held_packages={'nvidia-smi'}, modules={'nvidia': 0},
+                     files={READY: b'IS_HOST_DRIVER=true\n', BLACKLIST: to_bytes(driver_state.blacklist_text())})
+    planned = driver_plan.plan(facts, params_of(state='absent'))
+    assert actions(planned) == ['apt-mark unhold nvidia-smi', 'apt-get purge -y nvidia-smi libnvidia-ml1', 'modprobe -r nvidia',
+                                'remove ' + BLACKLIST, 'update-initramfs -u', 'remove ' + READY, 'remove ' + RECORD]
+    assert planned['packages'] == ['nvidia-smi', 'libnvidia-ml1'] and planned['deploy_driver_label'] == 'false'
+    assert planned['driver'] == dict(installed=False, loaded=False, version=None, branch=None, source='none', kernel_module_type=None)

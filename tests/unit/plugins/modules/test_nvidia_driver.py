@@ -1,0 +1,304 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The nvidia_driver module: validated, present (install), check mode and absent.
+
+nvidia-smi is the lab simulator serving the captured fixtures; package managers, modprobe and systemctl are a fake
+node (AnsibleModule.run_command patched) that records every command and keeps an installed-package set.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_state
+from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
+from tests.module_runner import run_module
+from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
+
+READY_TEXT = 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'
+TOOLS = ('apt-get', 'apt-mark', 'dpkg-query', 'update-initramfs', 'modprobe', 'systemctl')
+DEBIAN_PACKAGES = ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced']
+# What apt pulls in besides the named packages (a few of the real dependencies apt-get install -s lists on bookworm).
+DEPENDENCIES = ['libnvidia-ml1', 'nvidia-driver-libs', 'dkms']
+
+
+class FakeNode(object):
+    """A Debian node without NVIDIA driver: apt, dpkg, modprobe and systemctl as far as the module uses them."""
+
+    def __init__(self, smi_fixture='cpu-only', driver_fixture='t4', modprobe_error=None, install_rc=0):
+        self.smi_fixture = smi_fixture
+        self.driver_fixture = driver_fixture
+        self.modprobe_error = modprobe_error
+        self.install_rc = install_rc
+        self.installed = {'bash', 'linux-headers-6.1.0-28-amd64'}
+        self.held = set()
+        self.calls = []
+        self.proc_modules = None  # a procfs modules file that modprobe updates
+
+    def run_command(self, args, **kwargs):
+        argv = list(args)
+        assert kwargs['environ_update']['LC_ALL'] == 'C', argv
+        if argv[0] == SIMULATOR:
+            env = dict(os.environ, GPUOPS_LAB_GPU_FIXTURE=os.path.join(GPUS, self.smi_fixture))
+            proc = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+            return proc.returncode, proc.stdout, proc.stderr
+        self.calls.append([os.path.basename(argv[0])] + argv[1:])
+        return getattr(self, os.path.basename(argv[0]).replace('-', '_'))(argv[1:])
+
+    def dpkg_query(self, args):
+        return 0, ''.join('ii  %s\n' % name for name in sorted(self.installed)), ''
+
+    def apt_mark(self, args):
+        if args[0] == 'showhold':
+            return 0, ''.join(name + '\n' for name in sorted(self.held)), ''
+        (self.held.update if args[0] == 'hold' else self.held.difference_update)(args[1:])
+        return 0, '', ''
+
+    def apt_get(self, args):
+        names = [spec.split('=')[0] for spec in args if not spec.startswith('-') and spec not in ('install', 'purge')]
+        if args[0] == 'purge':
+            self.installed.difference_update(names)
+            return 0, '', ''
+        if self.install_rc:
+            return self.install_rc, '', 'E: Unable to locate package %s' % names[0]
+        self.installed.update(names + DEPENDENCIES)
+        if 'nvidia-driver' in names and not self.modprobe_error:
+            self.smi_fixture = self.driver_fixture
+        return 0, '', ''
+
+    def update_initramfs(self, args):
+        return 0, '', ''
+
+    def modprobe(self, args):
+        if self.modprobe_error:
+            return 1, '', self.modprobe_error
+        if self.proc_modules:
+            with open(self.proc_modules) as handle:
+                lines = [line for line in handle if line.split()[0] not in args]
+            lines += [] if args[0] == '-r' else ['%s 0 0 - Live 0x0000000000000000\n' % name for name in args]
+            with open(self.proc_modules, 'w') as handle:
+                handle.writelines(lines)
+        return 0, '', ''
+
+    def systemctl(self, args):
+        if args[0] == 'is-active':
+            return 3, '', ''
+        if args[0] == 'show':
+            return 0, 'loaded\n', ''
+        return 0, '', ''
+
+
+@pytest.fixture
+def node(monkeypatch):
+    fake = FakeNode()
+    monkeypatch.setattr(AnsibleModule, 'run_command', fake.run_command)
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda self, name, *args, **kwargs: '/usr/bin/' + name if name in TOOLS else None)
+    return fake
+
+
+@pytest.fixture
+def warnings(monkeypatch):
+    seen = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, msg: seen.append(msg))
+    return seen
+
+
+@pytest.fixture
+def paths(tmp_path, monkeypatch):
+    """Where the module reads and writes; `proc` is a constructed procfs of a Debian 12 kernel with no module loaded."""
+    os_release = tmp_path / 'os-release'
+    os_release.write_text('ID=debian\nVERSION_ID="12"\n')
+    proc = tmp_path / 'proc'
+    (proc / 'sys' / 'kernel').mkdir(parents=True)
+    (proc / 'sys' / 'kernel' / 'osrelease').write_text('6.1.0-28-amd64\n')
+    (proc / 'modules').write_text('')
+    (tmp_path / 'modprobe.d').mkdir()
+    monkeypatch.setattr(driver_state, 'DKMS_SIGNING_KEYS', (str(tmp_path / 'mok.pub'),))
+    return dict(os_release_path=str(os_release), validations_dir=str(tmp_path / 'validations'), modprobe_dir=str(tmp_path / 'modprobe.d'),
+                record_file=str(tmp_path / 'lib' / 'nvidia_driver.json'), nvidia_smi=SIMULATOR, procfs_root=str(proc))
+
+
+def run(capsys, paths, fixture, **args):
+    """The module on a fixture's sysfs (and procfs where the fixture has one); `args` override."""
+    roots = dict(sysfs_root=os.path.join(GPUS, fixture, 'sys'))
+    if os.path.isdir(os.path.join(GPUS, fixture, 'proc')):
+        roots['procfs_root'] = os.path.join(GPUS, fixture, 'proc')
+    return run_module(capsys, nvidia_driver.main, dict(paths, **dict(roots, **args)))
+
+
+def read(path):
+    with open(path) as handle:
+        return handle.read()
+
+
+def test_validated_h200(capsys, monkeypatch, paths):
+    # No fake node: the real run_command runs the simulator serving the real H200 capture.
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, 'h200-x1'))
+    ready = os.path.join(paths['validations_dir'], 'driver-ready')
+    result = run(capsys, paths, 'h200-x1', state='validated', _ansible_check_mode=True, _ansible_diff=True)
+    assert result['changed'] is True and result['actions'] == ['write ' + ready] and not os.path.exists(ready)
+    assert result['diff'][0]['after'] == READY_TEXT
+    result = run(capsys, paths, 'h200-x1', state='validated')
+    assert result['changed'] is True and read(ready) == READY_TEXT
+    assert result['gpus'] == [dict(pci_address='0000:00:06.0', vendor_id='0x10de', device_id='0x2335', class_id='0x0302', mode='compute')]
+    assert result['driver'] == dict(installed=True, loaded=True, version='580.159.04', branch='580', source='pre-installed',
+                                    kernel_module_type='open')
+    assert (result['gpu_count'], result['nvswitch_count'], result['secure_boot'], result['nouveau_loaded']) == (1, 0, 'unknown', False)
+    assert result['deploy_driver_label'] == 'pre-installed' and result['packages'] == [] and result['reboot_required'] is False
+    again = run(capsys, paths, 'h200-x1', state='present')
+    assert again['changed'] is False and again['actions'] == [] and not os.path.exists(paths['record_file'])
+
+
+def test_validated_without_driver_fails(capsys, node, paths):
+    result = run(capsys, paths, 't4', state='validated')
+    assert result['failed'] is True and result['msg'].startswith('state=validated installs nothing and no NVIDIA driver is loaded')
+    assert result['gpu_count'] == 1 and node.calls == [] and not os.path.exists(paths['validations_dir'])
+
+
+def test_no_gpu_runs_nothing(capsys, node, paths):
+    for state in ('present', 'validated', 'absent'):
+        result = run(capsys, paths, 'cpu-only', state=state)
+        assert (result['changed'], result['gpu_count'], result['actions'], result['deploy_driver_label']) == (False, 0, [], 'false')
+    assert node.calls == []
+
+
+def test_check_mode_runs_nothing_that_changes_the_node(capsys, node, paths):
+    result = run(capsys, paths, 't4', _ansible_check_mode=True)
+    assert result['changed'] is True and result['packages'] == DEBIAN_PACKAGES
+    assert 'apt-get install -y --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced' in result['actions']
+    assert [call[0] for call in node.calls] == ['dpkg-query', 'apt-mark', 'systemctl']
+    assert node.calls[1] == ['apt-mark', 'showhold'] and node.calls[2][1] == 'is-active'
+    assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
+
+
+def test_install_validate_then_absent(capsys, node, paths, warnings):
+    node.proc_modules = os.path.join(paths['procfs_root'], 'modules')
+    result = run(capsys, paths, 't4')
+    blacklist = os.path.join(paths['modprobe_dir'], 'blacklist-nouveau.conf')
+    assert result['changed'] is True and 'failed' not in result, result
+    assert result['actions'] == [
+        'write ' + blacklist, 'update-initramfs -u',
+        'apt-get install -y --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced',
+        'apt-mark hold nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced',
+        'write ' + paths['record_file'],
+        'modprobe nvidia', 'modprobe nvidia_uvm', 'modprobe nvidia_modeset',
+        'systemctl enable --now nvidia-persistenced.service',
+        'write ' + os.path.join(paths['validations_dir'], 'driver-ready')]
+    # The headers were there already; once "installed", nvidia-smi serves the t4 capture (driver 515.105.01).
+    assert result['driver'] == dict(installed=True, loaded=True, version='515.105.01', branch='515', source='package',
+                                    kernel_module_type='proprietary')
+    assert result['deploy_driver_label'] == 'true' and result['reboot_required'] is False and warnings == []
+    record = json.loads(read(paths['record_file']))
+    assert record['installed'] == sorted(DEBIAN_PACKAGES + DEPENDENCIES) and record['held'] == sorted(DEBIAN_PACKAGES)
+    assert record['files'] == {blacklist: None} and oct(os.stat(paths['record_file']).st_mode & 0o777) == '0o600'
+    assert 'blacklist nova_core' in read(blacklist)
+
+    node.calls = []
+    again = run(capsys, paths, 't4')
+    assert again['changed'] is False and again['actions'] == [] and again['driver']['source'] == 'package'
+    assert [call[0] for call in node.calls] == []  # a working driver: only nvidia-smi ran
+
+    node.installed.add('nvidia-settings')  # installed later by someone else: not removed
+    gone = run(capsys, paths, 't4', state='absent')
+    assert gone['changed'] is True and gone['packages'] == sorted(DEBIAN_PACKAGES + DEPENDENCIES)
+    assert node.installed == {'bash', 'linux-headers-6.1.0-28-amd64', 'nvidia-settings'} and node.held == set()
+    assert not os.path.exists(blacklist) and not os.path.exists(paths['record_file'])
+    assert os.listdir(paths['validations_dir']) == [] and 'update-initramfs -u' in gone['actions']
+    assert 'modprobe -r nvidia_modeset nvidia_uvm nvidia' in gone['actions'] and read(node.proc_modules) == ''
+    assert gone['driver']['source'] == 'none' and gone['driver']['loaded'] is False and gone['deploy_driver_label'] == 'false'
+    assert run(capsys, paths, 't4', state='absent')['changed'] is False
+
+
+def test_absent_restores_a_changed_file_byte_for_byte(capsys, node, paths):
+    blacklist = os.path.join(paths['modprobe_dir'], 'blacklist-nouveau.conf')
+    with open(blacklist, 'w') as handle:
+        handle.write('# the admin\'s own file\nblacklist nouveau\n')
+    before = read(blacklist)
+    run(capsys, paths, 't4')
+    assert read(blacklist) != before
+    run(capsys, paths, 't4', state='absent')
+    assert read(blacklist) == before
+
+
+def test_modules_that_cannot_load_are_reported(capsys, node, paths, warnings):
+    # Constructed: modprobe's error in a container without CAP_SYS_MODULE. nvidia-smi keeps answering "no driver".
+    node.modprobe_error = "modprobe: ERROR: could not insert 'nvidia': Operation not permitted"
+    result = run(capsys, paths, 't4')
+    assert 'failed' not in result and result['reboot_required'] is True
+    assert result['driver']['loaded'] is False and result['driver']['installed'] is True
+    assert [call for call in node.calls if call[0] == 'modprobe'] == [['modprobe', 'nvidia']]
+    assert not any(action.startswith('modprobe') for action in result['actions'])
+    assert any('Operation not permitted' in w for w in warnings) and any('does not work yet' in w for w in warnings)
+    assert not os.path.exists(os.path.join(paths['validations_dir'], 'driver-ready'))
+
+
+def test_absent_reports_modules_that_stay_loaded(capsys, node, paths, warnings):
+    node.proc_modules = os.path.join(paths['procfs_root'], 'modules')
+    run(capsys, paths, 't4', persistence_mode=False)
+    node.modprobe_error = 'modprobe: FATAL: Module nvidia is in use.'  # constructed modprobe -r error
+    gone = run(capsys, paths, 't4', state='absent')
+    assert gone['driver']['loaded'] is True and gone['reboot_required'] is True and any('in use' in w for w in warnings)
+    assert not any(action.startswith('modprobe') for action in gone['actions']) and not os.path.exists(paths['record_file'])
+
+
+def test_nouveau_loaded_is_blacklisted_and_needs_a_reboot(capsys, node, paths, warnings):
+    with open(os.path.join(paths['procfs_root'], 'modules'), 'w') as handle:
+        handle.write('nouveau 2342912 1 - Live 0x0000000000000000\n')  # constructed /proc/modules line
+    result = run(capsys, paths, 't4')
+    assert result['nouveau_loaded'] is True and result['reboot_required'] is True
+    assert 'nouveau is loaded' in warnings[0] and not any(call[0] == 'modprobe' for call in node.calls)
+    assert 'blacklist nouveau' in read(os.path.join(paths['modprobe_dir'], 'blacklist-nouveau.conf'))
+
+
+def test_secure_boot_fails_before_installing(capsys, node, paths, tmp_path):
+    sysfs = tmp_path / 'sys'
+    sysfs.mkdir()
+    os.symlink(os.path.join(GPUS, 't4', 'sys', 'bus'), str(sysfs / 'bus'))
+    var = sysfs / driver_state.SECURE_BOOT_VAR
+    var.parent.mkdir(parents=True)
+    var.write_bytes(b'\x06\x00\x00\x00\x01')  # constructed efivarfs bytes: Secure Boot enabled
+    result = run(capsys, paths, 't4', sysfs_root=str(sysfs))
+    assert result['failed'] is True and result['secure_boot'] == 'enabled' and 'Secure Boot is enabled' in result['msg']
+    assert not any(call[0] == 'apt-get' for call in node.calls) and os.listdir(paths['modprobe_dir']) == []
+    open(driver_state.DKMS_SIGNING_KEYS[0], 'w').close()
+    assert 'failed' not in run(capsys, paths, 't4', sysfs_root=str(sysfs), _ansible_check_mode=True)
+
+
+def test_loaded_module_without_working_nvidia_smi_is_not_installed_over(capsys, node, paths):
+    # The h200 procfs (its module loaded) with nvidia-smi answering as without driver.
+    result = run(capsys, paths, 't4', procfs_root=os.path.join(GPUS, 'h200-x1', 'proc'))
+    assert result['failed'] is True and 'module 580.159.04 is loaded but nvidia-smi fails' in result['msg']
+    assert [call[0] for call in node.calls] == ['dpkg-query', 'apt-mark', 'systemctl'] and node.calls[1] == ['apt-mark', 'showhold']
+
+
+def test_missing_kernel_headers_are_named(capsys, node, paths):
+    node.installed.discard('linux-headers-6.1.0-28-amd64')
+    node.install_rc = 100
+    result = run(capsys, paths, 't4')
+    assert result['failed'] is True
+    assert result['msg'].startswith('the kernel headers package linux-headers-6.1.0-28-amd64 for the running kernel 6.1.0-28-amd64')
+    assert 'Unable to locate package linux-headers-6.1.0-28-amd64' in result['msg']
+    assert not os.path.exists(paths['record_file']) and os.listdir(paths['modprobe_dir']) == []
+    assert not any('nvidia-driver' in call for call in node.calls)
+
+
+@pytest.mark.parametrize('args, message', [
+    (dict(version='latest'), 'neither a driver branch'),
+    (dict(packages=['--force-yes']), 'not a package name'),
+    (dict(kernel_module_type='nvidia'), 'value of kernel_module_type must be one of'),
+])
+def test_bad_input_changes_nothing(capsys, node, paths, args, message):
+    result = run(capsys, paths, 't4', **args)
+    assert result['failed'] is True and message in result['msg']
+    assert [call[0] for call in node.calls if call[0] not in ('dpkg-query', 'apt-mark', 'systemctl')] == []
+    assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
