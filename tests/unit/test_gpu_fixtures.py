@@ -18,7 +18,8 @@ FIXTURES = {
     "h100-sxm5-80gb-x1": {"listed": 1, "attached": 1, "captures": {"query-gpu.csv", "query-gpu.fields", "L.txt"}, "proc": True},
     "a100-sxm4-80gb-mig": {"listed": 1, "attached": 4, "captures": {"q-x.xml"}, "proc": True},
     "t4": {"listed": 1, "attached": 1, "captures": {"q-x.xml"}, "proc": False},
-    "h200-x1": {"listed": 1, "attached": 1, "captures": {"q-x.xml", "q.txt", "L.txt", "version.txt", "mig-lgip.txt", "topo-m.txt"},
+    "h200-x1": {"listed": 1, "attached": 1, "captures": {"q-x.xml", "q.txt", "L.txt", "version.txt", "mig-lgip.txt", "topo-m.txt",
+                                                       "query-gpu.csv", "query-gpu.fields"},
                 "proc": True},
     "cpu-only": {"listed": 0, "attached": 0, "captures": None, "proc": False},
 }
@@ -153,10 +154,20 @@ def test_csv_agrees_with_fields_sysfs_and_proc(fixture):
         assert proc_driver_version(fixture) == row[col("driver_version")]
 
 
-def test_list_capture_matches_csv_uuids():
-    _fields, names, rows = csv_table("h100-sxm5-80gb-x1")
-    listed = (GPUS / "h100-sxm5-80gb-x1" / "nvidia-smi" / "L.txt").read_text().splitlines()
+@pytest.mark.parametrize("fixture", ["h100-sxm5-80gb-x1", "h200-x1"])
+def test_list_capture_matches_csv_uuids(fixture):
+    _fields, names, rows = csv_table(fixture)
+    listed = (GPUS / fixture / "nvidia-smi" / "L.txt").read_text().splitlines()
     assert listed == ["GPU %s: %s (UUID: %s)" % (r[names.index("index")], r[names.index("name")], r[names.index("uuid")]) for r in rows]
+
+
+def test_h200_captures_describe_one_gpu():
+    # Two H200s were captured that day; the fixture must hold one GPU's files only (see its SOURCE.md).
+    _fields, names, rows = csv_table("h200-x1")
+    gpu = ET.parse(GPUS / "h200-x1" / "nvidia-smi" / "q-x.xml").getroot().find("gpu")
+    assert gpu.findtext("uuid") == rows[0][names.index("uuid")]
+    assert gpu.findtext("serial") == rows[0][names.index("serial")]
+    assert gpu.findtext("uuid") in (GPUS / "h200-x1" / "host" / "proc-driver-nvidia-gpus-information").read_text()
 
 
 def test_sim_help_first_line_says_it_is_a_lab_simulator():

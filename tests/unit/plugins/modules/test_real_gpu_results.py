@@ -1,0 +1,53 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The node modules on the h200-x1 fixture give what they gave on the real H200 it was captured from.
+
+tests/fixtures/gpus/h200-x1/module-results/ holds the modules' output on that host (see SOURCE.md there); run on the
+captured sysfs/procfs and the nvidia-smi simulator, they must agree in everything that describes the node.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+
+from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels, nvidia_driver
+from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
+from tests.module_runner import run_module
+
+FIXTURE = os.path.join(GPUS, 'h200-x1')
+
+
+def real(name):
+    with open(os.path.join(FIXTURE, 'module-results', name)) as stream:
+        return json.load(stream)
+
+
+def roots(monkeypatch):
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', FIXTURE)
+    return dict(sysfs_root=os.path.join(FIXTURE, 'sys'), procfs_root=os.path.join(FIXTURE, 'proc'), nvidia_smi=SIMULATOR)
+
+
+def test_nvidia_driver_validated_matches_the_real_run(capsys, monkeypatch, tmp_path):
+    expected = real('nvidia_driver-validated.json')
+    result = run_module(capsys, nvidia_driver.main, dict(
+        roots(monkeypatch), state='validated', validations_dir=str(tmp_path / 'validations'),
+        record_file=str(tmp_path / 'record.json'), os_release_path=os.path.join(FIXTURE, 'host', 'os-release')))
+    for key in ('gpus', 'gpu_count', 'nvswitch_count', 'driver', 'deploy_driver_label', 'nouveau_loaded',
+                'secure_boot', 'reboot_required', 'packages', 'changed'):
+        assert result[key] == expected[key], key
+    assert (tmp_path / 'validations' / 'driver-ready').read_text() == expected['diff'][0]['after']
+
+
+def test_nfd_labels_match_the_real_run(capsys, monkeypatch):
+    expected = real('nfd_labels-mig-single.json')
+    result = run_module(capsys, nfd_labels.main, dict(
+        roots(monkeypatch), apply=False, mig_strategy='single', os_release_path=os.path.join(FIXTURE, 'host', 'os-release')))
+    assert result['labels'] == expected['labels']
+    # That run was on the first of the two H200s captured (SOURCE.md): all but the UUID describe both.
+    without_uuid = [dict(gpu, uuid=None) for gpu in result['discovery']['gpus']]
+    assert without_uuid == [dict(gpu, uuid=None) for gpu in expected['discovery']['gpus']]
