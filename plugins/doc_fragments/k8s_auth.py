@@ -64,4 +64,12 @@ options:
     type: str
 requirements:
   - kubernetes (Python library) where the API is called
+notes:
+  - Each request waits at most 10 seconds to connect and 30 seconds for the answer. A timeout, a dropped connection
+    and the answers 429, 500, 502, 503 and 504 are tried again, 4 tries in all, after 0.5, 1 and 2 seconds or after the
+    server's C(Retry-After) (at most 10 seconds).
+  - Writes carry the C(resourceVersion) they were planned on; on 409 Conflict (the object changed meanwhile) the object
+    is read again and the change planned anew, 3 times at most, so that changes made by others are kept.
+  - Other failures (401, 403, 404, 422, a refused connection) fail at once with a message naming the verb, the object
+    and the API's answer; for 403, the RBAC rule the credentials lack.
 '''

@@ -6,7 +6,8 @@
 """Applying a computed label set to a Node: ownership, the Operator's rules for deploy labels, one merge patch.
 
 `reconcile()` is pure (current labels + what we own + desired set -> plan); `apply()` reads the
-Node, reconciles and sends one JSON merge patch guarded by the resourceVersion it read.
+Node, reconciles and sends one JSON merge patch guarded by the resourceVersion it read, through
+k8s_client.Api (retries, re-read on conflict, clear errors).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -14,6 +15,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_label_rules import DEPLOY, NFD, PRESENT
 
 # The Node annotation listing the label keys this module set (JSON list), so that stale ones and
@@ -22,15 +24,6 @@ OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
 # Computed labels live under these prefixes; extra_labels may name others (the user asked for them).
 OWNED_PREFIXES = ('nvidia.com/gpu.', 'nvidia.com/cuda.', 'nvidia.com/mig', 'nvidia.com/mps.', NFD + 'pci-', NFD + 'kernel-version.',
                   NFD + 'system-os_release.')
-CONFLICT_RETRIES = 3
-
-
-class NodeError(Exception):
-    """The API refused or could not be reached; the message names the node and the verb."""
-
-    def __init__(self, message, status=None):
-        super().__init__(message)
-        self.status = status
 
 
 def owned_keys(annotations):
@@ -99,56 +92,35 @@ def merge_patch(current_owned, plan, resource_version):
     return {'metadata': metadata}
 
 
-def _describe(exc, verb, node_name, host):
-    status = getattr(exc, 'status', None)
-    if status:
-        reason = getattr(exc, 'reason', '') or ''
-        try:
-            message = json.loads(getattr(exc, 'body', '') or '{}').get('message', '')
-        except ValueError:
-            message = ''
-        return 'cannot %s Node %s: API answered %s %s%s' % (verb, node_name, status, reason, (': ' + message) if message else '')
-    return 'cannot %s Node %s: the Kubernetes API at %s is unreachable: %s' % (verb, node_name, host, exc)
+def node_ref(node_name):
+    return k8s_client.ObjectRef('Node', node_name, 'nodes')
 
 
-def _call(function, verb, node_name, host):
-    # Imported here: the kubernetes library is only needed where the API is called.
-    from kubernetes.client.exceptions import ApiException  # pylint: disable=import-outside-toplevel
-    try:
-        return function()
-    except ApiException as exc:
-        raise NodeError(_describe(exc, verb, node_name, host), exc.status) from exc
-    except Exception as exc:  # urllib3 and socket errors: the API cannot be reached
-        if exc.__class__.__module__.split('.', maxsplit=1)[0] in ('urllib3', 'socket', 'ssl', 'http'):
-            raise NodeError(_describe(exc, verb, node_name, host)) from exc
-        raise
-
-
-def read_node(core, node_name, host):
+def read_node(api, node_name):
     """The Node as decoded JSON (raw: the client's models reject a Node whose status lacks fields they require)."""
-    response = _call(lambda: core.read_node(node_name, _preload_content=False), 'get', node_name, host)
-    return json.loads(response.data)
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # needed only where the API is called
+    return json.loads(api.call('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name, _preload_content=False).data)
 
 
-def apply(api_client, node_name, desired, state='present', check_mode=False):
-    """Read the Node, reconcile and patch it once; returns (plan, before_labels, changed)."""
-    from kubernetes import client  # pylint: disable=import-outside-toplevel
-    core = client.CoreV1Api(api_client)
-    host = api_client.configuration.host
-    attempt = 0
-    while True:
-        attempt += 1
-        metadata = read_node(core, node_name, host)['metadata']
+def apply(api, node_name, desired, state='present', check_mode=False):
+    """Read the Node, reconcile and patch it (k8s_client.Api); returns (plan, before_labels, changed).
+
+    The patch carries the resourceVersion read: when the Node changed in between (409 Conflict),
+    it is read and reconciled again, so labels set by others in the meantime are kept.
+    """
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
+    core = CoreV1Api(api.client)
+
+    def attempt():
+        metadata = read_node(api, node_name)['metadata']
         current = dict(metadata.get('labels') or {})
         owned = owned_keys(metadata.get('annotations'))
         plan = reconcile(current, owned, desired, state)
         patch = merge_patch(owned, plan, metadata.get('resourceVersion'))
-        if patch is None or check_mode:
-            return plan, current, patch is not None
-        try:
-            _call(lambda: core.patch_node(node_name, patch, _content_type='application/merge-patch+json'), 'patch', node_name, host)
-            return plan, current, True
-        except NodeError as exc:
-            # 409: the Node changed since it was read (resourceVersion); read it again and redo the plan.
-            if exc.status != 409 or attempt >= CONFLICT_RETRIES:
-                raise
+        if patch is None:
+            return (plan, current), None
+        return (plan, current), lambda: api.call('patch', node_ref(node_name), core.patch_node, node_name, patch,
+                                                 _content_type='application/merge-patch+json')
+
+    (plan, current), changed = api.read_modify_write(attempt, check_mode)
+    return plan, current, changed

@@ -77,12 +77,6 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.cluster_manifests import ManifestError, policy_status
 
-try:
-    from kubernetes.client import CustomObjectsApi
-    from kubernetes.client.exceptions import ApiException
-except ImportError:
-    pass  # k8s_client.api_client() fails the module with the install hint
-
 GROUP = 'nvidia.com'
 VERSION = 'v1'
 PLURAL = 'clusterpolicies'
@@ -99,22 +93,26 @@ def main():
     argument_spec.update(k8s_client.AUTH_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     params = module.params
-    api = CustomObjectsApi(k8s_client.api_client(module))
-    try:
-        current = api.get_cluster_custom_object(GROUP, VERSION, PLURAL, params['name'])
-    except ApiException as exc:
-        module.fail_json(msg='cannot read ClusterPolicy %s: %s %s' % (params['name'], exc.status, exc.reason))
-    try:
+    api = k8s_client.connect(module)
+    from kubernetes.client import CustomObjectsApi  # pylint: disable=import-outside-toplevel  # present: connect() checked
+    custom = CustomObjectsApi(api.client)
+    policy = k8s_client.ObjectRef('ClusterPolicy', params['name'], PLURAL, GROUP)
+
+    def attempt():
+        current = api.call('get', policy, custom.get_cluster_custom_object, GROUP, VERSION, PLURAL, params['name'])
         status = policy_status(current.get('status'), params['state'], params['reason'], params['detail'],
                                current['metadata'].get('generation', 1), params['namespace'])
-    except ManifestError as exc:
+        if status == current.get('status'):
+            return status, None
+        # Guarded by the resourceVersion read: a status written meanwhile is read again, not overwritten.
+        body = {'metadata': {'resourceVersion': current['metadata']['resourceVersion']}, 'status': status}
+        return status, lambda: api.call('patch', policy._replace(subresource='status'), custom.patch_cluster_custom_object_status,
+                                        GROUP, VERSION, PLURAL, params['name'], body)
+
+    try:
+        status, changed = api.read_modify_write(attempt, module.check_mode)
+    except (k8s_client.ApiError, ManifestError) as exc:
         module.fail_json(msg=str(exc))
-    changed = status != current.get('status')
-    if changed and not module.check_mode:
-        try:
-            api.patch_cluster_custom_object_status(GROUP, VERSION, PLURAL, params['name'], {'status': status})
-        except ApiException as exc:
-            module.fail_json(msg='cannot write the status of ClusterPolicy %s: %s %s' % (params['name'], exc.status, exc.reason))
     module.exit_json(changed=changed, status=status)
 
 

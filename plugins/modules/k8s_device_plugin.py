@@ -147,26 +147,26 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import device_plugin_check as check
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client, pod_resources
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import NodeError, read_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import read_node
 
 
-def read_node_if_any(core, node_name, host):
+def read_node_if_any(api, node_name):
     """The Node as decoded JSON, or None while it does not exist."""
     try:
-        return read_node(core, node_name, host)
-    except NodeError as exc:
+        return read_node(api, node_name)
+    except k8s_client.ApiError as exc:
         if exc.status == 404:
             return None
         raise
 
 
-def observe(module, core, host):
+def observe(module, api):
     """One look at sockets, Node and PodResources; returns (result fields, problems)."""
     params = module.params
     name, resource = params['node_name'], params['resource_name']
     sockets = check.observe_sockets(params['socket_dir'], resource)
     found = dict(sockets=sockets, capacity=None, allocatable=None, expected=None, devices=[], pod_resources='skipped: grpcio is not installed')
-    node = read_node_if_any(core, name, host)
+    node = read_node_if_any(api, name)
     if node is None:
         # Nothing to compare with yet (the kubelet registers the Node): report the sockets and wait.
         return found, ['Node %s not found' % name] + check.socket_problems(sockets, resource)
@@ -212,15 +212,13 @@ def main():
         check.socket_name(params['resource_name'])
     except check.CheckError as exc:
         module.fail_json(msg=str(exc), **result)
-    client = k8s_client.api_client(module)
-    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # present: api_client() checked
-    core, host = CoreV1Api(client), client.configuration.host
+    api = k8s_client.connect(module)
     start = time.monotonic()
     last = None
     while True:
         try:
-            found, problems = observe(module, core, host)
-        except (check.CheckError, NodeError) as exc:
+            found, problems = observe(module, api)
+        except (check.CheckError, k8s_client.ApiError) as exc:
             result['elapsed'] = round(time.monotonic() - start, 1)
             module.fail_json(msg=str(exc), **result)
         elapsed = time.monotonic() - start

@@ -9,6 +9,9 @@ Simplifications (it is test infrastructure): no admission, no schema validation 
 custom resources, no garbage collection by ownerReferences, no controllers (nothing creates pods),
 server-side apply merges the applied configuration without tracking field managers, and a
 deleted namespace disappears at once together with its objects.
+
+Faults (error answers, stalls) are injected only on request: ``StandinAPI.inject()``, or the
+``kube_faults`` pytest fixture that also removes them after the test.
 """
 import asyncio
 import collections
@@ -19,6 +22,7 @@ import json
 import random
 import re
 import string
+import threading
 import uuid
 from typing import Any
 
@@ -35,7 +39,7 @@ ALL_VERBS = ('create', 'delete', 'get', 'list', 'patch', 'update', 'watch')
 BUILTIN_RESOURCES = (
     ('v1', 'namespaces', 'Namespace', False, ('status',), ('ns',)),
     ('v1', 'nodes', 'Node', False, ('status',), ('no',)),
-    ('v1', 'pods', 'Pod', True, ('status', 'log'), ('po',)),
+    ('v1', 'pods', 'Pod', True, ('status', 'log', 'eviction'), ('po',)),
     ('v1', 'services', 'Service', True, ('status',), ('svc',)),
     ('v1', 'configmaps', 'ConfigMap', True, (), ('cm',)),
     ('v1', 'secrets', 'Secret', True, (), ()),
@@ -59,6 +63,7 @@ EVENT_LOG_SIZE = 10000  # watches resuming from an older resourceVersion get 410
 _DNS_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 _DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
 _NAMESPACE_SUBRESOURCES = ('status', 'finalize')
+_SUBRESOURCE_VERBS = {'log': ['get'], 'eviction': ['create']}  # the others: get, patch, update
 _SERVER_OWNED_METADATA = ('uid', 'creationTimestamp', 'deletionTimestamp', 'generation', 'namespace', 'name')
 
 
@@ -128,6 +133,59 @@ def _tolerant_parse_path(path: str) -> parsing.ParsedPath:
 parsing.parse_path = _tolerant_parse_path
 
 
+# The reason an apiserver gives with each status (k8s.io/apimachinery metav1.StatusReason).
+FAULT_REASONS = {400: 'BadRequest', 401: 'Unauthorized', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 410: 'Expired',
+                 422: 'Invalid', 429: 'TooManyRequests', 500: 'InternalError', 502: 'BadGateway', 503: 'ServiceUnavailable',
+                 504: 'Timeout'}
+_WRITE_VERBS = {'POST': 'create', 'PUT': 'update', 'PATCH': 'patch', 'DELETE': 'delete'}  # the RBAC verb of each write method
+
+
+@dataclasses.dataclass
+class Fault:
+    """An answer the stand-in gives instead of serving a request: a stall, an error Status, or a stall and then one.
+
+    Matches requests whose HTTP method is `method` ('*': any) and whose URL path matches `path` in
+    full, `times` times; then it is spent and the requests are served again. `seen` counts every
+    matching request (also those after it is spent), `injected` the faulty answers given.
+    """
+    method: str
+    path: re.Pattern[str]
+    status: int | None = None
+    delay: float = 0.0  # seconds to stall before answering (with `status`, or else by serving the request)
+    times: int = 1
+    retry_after: int | None = None
+    message: str | None = None
+    seen: int = 0
+    injected: int = 0
+
+    def matches(self, method: str, path: str) -> bool:
+        return self.method in ('*', method) and self.path.fullmatch(path) is not None
+
+    def body(self, method: str, path: str, query: Any) -> dict[str, Any]:
+        """A v1 Status worded as the apiserver words it (for 403, the authorizer's sentence: verb, resource, group)."""
+        try:
+            target = parse_target(path)
+        except kmock.KubernetesError:
+            target = None
+        message = self.message
+        if message is None and target is not None and self.status == 403:
+            res = target.resource
+            verb = _WRITE_VERBS.get(method) or ('watch' if query.get('watch') in ('true', '1') else 'get' if target.name else 'list')
+            resource = res.plural + (f'/{target.subresource}' if target.subresource else '')
+            scope = f'in the namespace "{target.namespace}"' if target.namespace else 'at the cluster scope'
+            subject = f'{res.plural} "{target.name}"' if target.name else res.plural
+            message = (f'{subject} is forbidden: User "system:serviceaccount:gpuops:standin" '
+                       f'cannot {verb} resource "{resource}" in API group "{res.group}" {scope}')
+        elif message is None and target is not None and self.status == 409:
+            message = (f'Operation cannot be fulfilled on {target.resource.plural} "{target.name}": the object has been modified; '
+                       'please apply your changes to the latest version and try again')
+        status = {'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Failure', 'code': self.status,
+                  'reason': FAULT_REASONS.get(self.status, 'Unknown'), 'message': message or f'injected fault ({self.status})'}
+        if target is not None and target.name:
+            status['details'] = {'name': target.name, 'group': target.resource.group, 'kind': target.resource.plural}
+        return status
+
+
 @dataclasses.dataclass(frozen=True)
 class Event:
     revision: int
@@ -145,6 +203,8 @@ class StandinAPI(kmock.KubernetesEmulator):
     _changed: asyncio.Condition = attrs.field(factory=asyncio.Condition, init=False)
     _closing: bool = attrs.field(default=False, init=False)
     _storage: dict[kmock.resource, kmock.resource] = attrs.field(factory=dict, init=False)  # served -> stored version
+    faults: list[Fault] = attrs.field(factory=list, init=False)  # none unless a test injects them
+    _faults_lock: threading.Lock = attrs.field(factory=threading.Lock, init=False)  # tests inject from another thread
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -189,7 +249,7 @@ class StandinAPI(kmock.KubernetesEmulator):
             common = {'kind': info.kind, 'namespaced': bool(info.namespaced)}
             entries.append(dict(common, name=res.plural, singularName=info.singular, verbs=sorted(info.verbs),
                                 shortNames=sorted(info.shortnames), categories=sorted(info.categories)))
-            entries += [dict(common, name=f'{res.plural}/{sub}', singularName='', verbs=['get'] if sub == 'log' else ['get', 'patch', 'update'])
+            entries += [dict(common, name=f'{res.plural}/{sub}', singularName='', verbs=_SUBRESOURCE_VERBS.get(sub, ['get', 'patch', 'update']))
                         for sub in sorted(info.subresources)]
         return {'kind': 'APIResourceList', 'apiVersion': 'v1', 'groupVersion': _group_version(found[0]), 'resources': entries}
 
@@ -290,9 +350,61 @@ class StandinAPI(kmock.KubernetesEmulator):
         self._closing = True
         await self._notify()
 
+    # ---- fault injection ------------------------------------------------------------------------
+
+    def inject(self, method: str, path: str, status: int | None = None, delay: float = 0.0, times: int = 1,
+               retry_after: int | None = None, message: str | None = None) -> Fault:
+        """Answer the next `times` requests of `method` ('*': any) on a URL path matching `path` with a fault.
+
+        `status`: an error Status with that code (a Retry-After header when `retry_after` is given);
+        `delay`: stall that many seconds first (without `status`, the request is then served: a slow
+        server). Faults are tried in the order injected; each request meets at most one. Thread-safe.
+        """
+        if status is None and not delay:
+            raise ValueError('a fault needs a status, a delay or both')
+        if status is not None and not 400 <= status <= 599:
+            raise ValueError(f'a fault status is an HTTP error code (400-599), not {status}')
+        if times < 1:
+            raise ValueError(f'times must be 1 or more, not {times}')
+        fault = Fault(method.upper(), re.compile(path), status, delay, times, retry_after, message)
+        with self._faults_lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._faults_lock:
+            self.faults.clear()
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        """The fault that answers this request, if any; counts it."""
+        with self._faults_lock:
+            answering = None
+            for fault in self.faults:
+                if fault.matches(method, path):
+                    fault.seen += 1
+                    if answering is None and fault.injected < fault.times:
+                        fault.injected += 1
+                        answering = fault
+            return answering
+
+    async def _faulty_answer(self, fault: Fault, request: kmock.Request) -> aiohttp.web.StreamResponse | None:
+        """Stall, then the fault's Status; None when the request is to be served after the stall."""
+        if fault.delay:
+            await asyncio.sleep(fault.delay)
+        if fault.status is None:
+            return None
+        headers = {'Retry-After': str(fault.retry_after)} if fault.retry_after is not None else None
+        return aiohttp.web.json_response(fault.body(request.method.value, request.url.path, request.params),
+                                         status=fault.status, headers=headers)
+
     # ---- HTTP -----------------------------------------------------------------------------------
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        fault = self._take_fault(request.method.value, request.url.path)
+        if fault is not None:
+            answer = await self._faulty_answer(fault, request)
+            if answer is not None:
+                return answer
         target = parse_target(request.url.path)
         if target is None:
             if request.method.value not in ('GET', 'HEAD'):
@@ -309,6 +421,10 @@ class StandinAPI(kmock.KubernetesEmulator):
             return await self._watch(request, target, store)
         if method == 'GET' and target.subresource == 'log':
             return self._log(target, store)
+        if target.subresource == 'eviction':
+            if method != 'POST':
+                raise api_error(405, 'MethodNotAllowed', f'{method} is not supported on pods/eviction')
+            return await self._evict(target, info, store, self._body(request))
         if target.name is None:
             if method == 'GET':
                 return aiohttp.web.json_response(self._list(target, info, store, params))
@@ -584,6 +700,19 @@ class StandinAPI(kmock.KubernetesEmulator):
             obj['metadata']['deletionTimestamp'] = _now()  # the finalizers' owners complete the deletion
             return self._save(store, obj, 'MODIFIED')
         return self._remove(store, obj)
+
+    async def _evict(self, target: Target, info: kmock.ResourceInfo, store: kmock.resource, body: Any) -> aiohttp.web.Response:
+        """POST pods/NAME/eviction (policy/v1 Eviction): the Pod is deleted with the Eviction's deleteOptions.
+
+        There are no PodDisruptionBudgets in the stand-in, so an eviction is never refused (429) for one.
+        """
+        if not isinstance(body, dict) or body.get('kind', 'Eviction') != 'Eviction':
+            raise api_error(400, 'BadRequest', 'the body of a pods/eviction request must be an Eviction')
+        if (body.get('metadata') or {}).get('name') not in (None, target.name):
+            raise api_error(400, 'BadRequest', f'name in URL does not match name in Eviction object ({target.name})')
+        self._delete(dataclasses.replace(target, subresource=None), info, store, body.get('deleteOptions') or {}, commit=True)
+        await self._notify()
+        return aiohttp.web.json_response({'kind': 'Status', 'apiVersion': 'v1', 'metadata': {}, 'status': 'Success', 'code': 201}, status=201)
 
     def _remove(self, store: kmock.resource, obj: dict[str, Any]) -> dict[str, Any]:
         if store == self._storage[NAMESPACE_RESOURCE]:

@@ -1,4 +1,8 @@
-"""The `kube_api` fixture: a Kubernetes API for tests, the stand-in or (with KUBECONFIG set) a real cluster."""
+"""The `kube_api` fixture: a Kubernetes API for tests, the stand-in or (with KUBECONFIG set) a real cluster.
+
+`kube_faults` injects faults into the stand-in's answers (see StandinAPI.inject); a test that uses it
+is skipped on a real cluster, where nothing can inject them.
+"""
 import dataclasses
 import os
 import uuid
@@ -44,3 +48,12 @@ def kube_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeAPI]:
         api_client.close()
         if server is not None:
             server.stop()
+
+
+@pytest.fixture
+def kube_faults(kube_api: KubeAPI) -> Iterator[StandinAPI]:
+    """The stand-in, for `inject()`; the faults left are removed after the test. Skips the test on a real cluster."""
+    if kube_api.standin is None:
+        pytest.skip('fault injection is a feature of the Kubernetes API stand-in; KUBECONFIG names a real cluster')
+    yield kube_api.standin
+    kube_api.standin.clear_faults()

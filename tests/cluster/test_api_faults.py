@@ -1,0 +1,229 @@
+"""API faults from the stand-in against our API code: 409, 500/429, timeouts and 403.
+
+nfd_labels (Node patching) and cluster_policy_status run in-process, the gpu_cluster_base role through
+ansible-playbook. A transient fault is retried and the run succeeds; 403 fails at once with a message naming the
+verb, the object and the RBAC rule; a re-run after the fault converges (changed false). The counts of faults
+injected and requests seen are printed (pytest -s).
+
+Stand-in only: the `kube_faults` fixture skips these tests on a real cluster (KUBECONFIG set).
+"""
+import functools
+import re
+import threading
+import time
+
+import kubernetes
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.cluster_manifests import cluster_policy_crd
+from ansible_collections.gpuops.gpu_operator.plugins.modules import cluster_policy_status
+from tests.cluster.helpers import unique
+from tests.cluster.test_cluster_roles import run_roles
+from tests.cluster.test_nfd_labels_api import node_meta, run
+from tests.module_runner import run_module
+
+POLICY_CRD = 'clusterpolicies.nvidia.com'
+RACER = {'gpuops.test/racer': 'yes', 'nvidia.com/gpu.deploy.driver': 'pre-installed'}
+
+
+def report(capsys, what, *faults):
+    """Print the fault counts to the terminal, past the capture that reads the module results."""
+    with capsys.disabled():
+        print(f'\n{what}: ' + '; '.join(f'{f.method} {f.path.pattern} -> {f.status or "stall %ss" % f.delay}: injected {f.injected}, '
+                                        f'requests seen {f.seen}' for f in faults))
+
+
+@pytest.fixture(name='short_timeout')
+def fixture_short_timeout(monkeypatch):
+    """Modules wait 0.5 s for an answer instead of 30 s, so that a short stall outlasts it."""
+    monkeypatch.setattr(k8s_client, 'Api', functools.partial(k8s_client.Api, timeout=(2, 0.5)))
+
+
+@pytest.fixture(name='node')
+def fixture_node(kube_api, kube_faults):
+    """(name, CoreV1Api, Node path) of a throw-away Node carrying a foreign label."""
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    name = unique('gpuops-faults')
+    core.create_node({'metadata': {'name': name, 'labels': {'gpuops.test/foreign': 'keep-me'}}})
+    yield name, core, f'/api/v1/nodes/{name}'
+    core.delete_node(name)
+
+
+def label(capsys, monkeypatch, kube_api, name, fixture='t4', **args):
+    return run(capsys, monkeypatch, fixture, node_name=name, kubeconfig=kube_api.kubeconfig, **args)
+
+
+def test_nfd_labels_retries_500_and_timeouts(kube_api, kube_faults, node, capsys, monkeypatch, short_timeout):
+    name, core, path = node
+    errors = kube_faults.inject('PATCH', path, status=500, times=2)
+    result = label(capsys, monkeypatch, kube_api, name)
+    assert 'failed' not in result, result['msg']
+    assert result['changed'] is True and node_meta(core, name)[0]['nvidia.com/gpu.product'] == 'Tesla-T4'
+    assert (errors.injected, errors.seen) == (2, 3), 'two 500s, then the third try passed'
+    report(capsys, 'nfd_labels, 500', errors)
+
+    # A stalled read and a stalled write: each try waits 0.5 s, then the next one gets through.
+    read, write = kube_faults.inject('GET', path, delay=1.5), kube_faults.inject('PATCH', path, delay=1.5)
+    started = time.monotonic()
+    result = label(capsys, monkeypatch, kube_api, name, 'a100-sxm4-80gb-mig', mig_strategy='single')
+    assert 'failed' not in result, result['msg']
+    assert result['changed'] is True and node_meta(core, name)[0]['nvidia.com/gpu.product'] == 'NVIDIA-A100-SXM4-80GB'
+    assert read.seen >= 2 and write.seen >= 2 and time.monotonic() - started < 5
+    report(capsys, 'nfd_labels, timeout', read, write)
+    time.sleep(1.5)  # the stalled write then reaches the store with its old resourceVersion: refused, it changes nothing
+
+    again = label(capsys, monkeypatch, kube_api, name, 'a100-sxm4-80gb-mig', mig_strategy='single')
+    assert again['changed'] is False and node_meta(core, name)[0]['gpuops.test/foreign'] == 'keep-me'
+
+
+def test_nfd_labels_conflict_rereads_and_keeps_what_others_set(kube_api, kube_faults, node, capsys, monkeypatch):
+    name, core, path = node
+    injected = kube_faults.inject('PATCH', path, status=409)
+    result = label(capsys, monkeypatch, kube_api, name)
+    assert 'failed' not in result and result['changed'] is True
+    assert (injected.injected, injected.seen) == (1, 2)
+    report(capsys, 'nfd_labels, injected 409', injected)
+
+    # A real conflict: someone marks the driver pre-installed while our patch is on its way (stalled).
+    stall = kube_faults.inject('PATCH', path, delay=1.0)
+    outcome = []
+    module = threading.Thread(target=lambda: outcome.append(label(capsys, monkeypatch, kube_api, name, 'a100-sxm4-80gb-mig')))
+    module.start()
+    deadline = time.monotonic() + 10
+    while stall.seen == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    core.patch_node(name, {'metadata': {'labels': RACER}}, _content_type='application/merge-patch+json')
+    module.join(30)
+    [result] = outcome
+    assert 'failed' not in result, result['msg']
+    labels = node_meta(core, name)[0]
+    assert labels['nvidia.com/gpu.product'] == 'NVIDIA-A100-SXM4-80GB' and labels['gpuops.test/foreign'] == 'keep-me'
+    assert {key: labels[key] for key in RACER} == RACER, 'the re-read plan keeps the racer\'s labels, deploy.driver included'
+    assert stall.seen == 3, 'our patch (refused: 409), the racer\'s, our patch after the re-read'
+    report(capsys, 'nfd_labels, real 409', stall)
+    assert label(capsys, monkeypatch, kube_api, name, 'a100-sxm4-80gb-mig')['changed'] is False
+
+
+def test_nfd_labels_403_fails_at_once_then_a_rerun_converges(kube_api, kube_faults, node, capsys, monkeypatch):
+    name, core, path = node
+    forbidden = kube_faults.inject('PATCH', path, status=403)
+    result = label(capsys, monkeypatch, kube_api, name)
+    assert result['failed'] is True
+    assert result['msg'] == (
+        f'cannot patch Node {name}: API answered 403 Forbidden: nodes "{name}" is forbidden: User "system:serviceaccount:gpuops:standin" '
+        'cannot patch resource "nodes" in API group "" at the cluster scope; the credentials lack the RBAC permission '
+        'apiGroups [""], resources ["nodes"], verbs ["patch"] (a ClusterRole)')
+    assert (forbidden.injected, forbidden.seen) == (1, 1), 'no retry'
+    assert not any(key.startswith('nvidia.com/') for key in node_meta(core, name)[0])
+    report(capsys, 'nfd_labels, 403', forbidden)
+    assert label(capsys, monkeypatch, kube_api, name)['changed'] is True
+    assert label(capsys, monkeypatch, kube_api, name)['changed'] is False
+
+
+@pytest.fixture(name='policy')
+def fixture_policy(kube_api, kube_faults):
+    """(name, path) of a throw-away ClusterPolicy; the CRD is created for it when missing and then removed."""
+    ext = kubernetes.client.ApiextensionsV1Api(kube_api.api_client)
+    custom = kubernetes.client.CustomObjectsApi(kube_api.api_client)
+    try:
+        ext.read_custom_resource_definition(POLICY_CRD)
+        created_crd = False
+    except ApiException as exc:
+        assert exc.status == 404
+        ext.create_custom_resource_definition(cluster_policy_crd())
+        created_crd = True
+    name = unique('gpuops-faults')
+    custom.create_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy',
+                                                                                'metadata': {'name': name}, 'spec': {}})
+    yield name, f'/apis/nvidia.com/v1/clusterpolicies/{name}'
+    custom.delete_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', name)
+    if created_crd:
+        ext.delete_custom_resource_definition(POLICY_CRD)
+
+
+def record(capsys, kube_api, name, state='ready', reason='Reconciled'):
+    args = dict(name=name, state=state, reason=reason, detail='faults', namespace='gpu-operator', kubeconfig=kube_api.kubeconfig)
+    return run_module(capsys, cluster_policy_status.main, args)
+
+
+def stored_state(kube_api, name):
+    policy = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', name)
+    return (policy.get('status') or {}).get('state')
+
+
+def test_cluster_policy_status_rereads_on_409_and_retries_500_and_429(kube_api, kube_faults, policy, capsys):
+    name, path = policy
+    read_error = kube_faults.inject('GET', path, status=500)
+    conflict = kube_faults.inject('PATCH', f'{path}/status', status=409)
+    result = record(capsys, kube_api, name)
+    assert 'failed' not in result, result['msg']
+    assert (read_error.injected, read_error.seen) == (1, 3), 'a 500, the read it retried, the read after the conflict'
+    assert (conflict.injected, conflict.seen) == (1, 2)
+    assert result['changed'] is True and stored_state(kube_api, name) == 'ready'
+    report(capsys, 'cluster_policy_status, 500 and 409', read_error, conflict)
+
+    throttled = kube_faults.inject('GET', path, status=429, retry_after=1)
+    started = time.monotonic()
+    again = record(capsys, kube_api, name)
+    assert again['changed'] is False and 'failed' not in again
+    assert throttled.seen == 2 and time.monotonic() - started >= 1.0, 'Retry-After: 1 is honoured (the backoff alone is 0.5 s)'
+    report(capsys, 'cluster_policy_status, 429', throttled)
+
+
+def test_cluster_policy_status_retries_a_timeout(kube_api, kube_faults, policy, capsys, short_timeout):
+    name, path = policy
+    stall = kube_faults.inject('PATCH', f'{path}/status', delay=1.5)
+    result = record(capsys, kube_api, name, 'notReady', 'NoGPUNodes')
+    assert 'failed' not in result, result['msg']
+    assert result['changed'] is True and stored_state(kube_api, name) == 'notReady'
+    assert stall.seen >= 2
+    report(capsys, 'cluster_policy_status, timeout', stall)
+    time.sleep(1.5)  # the stalled write arrives with its old resourceVersion: refused
+    assert record(capsys, kube_api, name, 'notReady', 'NoGPUNodes')['changed'] is False
+
+
+def test_cluster_policy_status_403_names_the_rbac_rule(kube_api, kube_faults, policy, capsys):
+    name, path = policy
+    forbidden = kube_faults.inject('PATCH', f'{path}/status', status=403)
+    result = record(capsys, kube_api, name)
+    assert result['failed'] is True and result['msg'].startswith(f'cannot patch ClusterPolicy {name} status: API answered 403 Forbidden: ')
+    assert result['msg'].endswith('; the credentials lack the RBAC permission apiGroups ["nvidia.com"], resources ["clusterpolicies/status"], '
+                                  'verbs ["patch"] (a ClusterRole)')
+    assert (forbidden.injected, forbidden.seen) == (1, 1) and stored_state(kube_api, name) is None
+    report(capsys, 'cluster_policy_status, 403', forbidden)
+    assert record(capsys, kube_api, name)['changed'] is True
+    assert record(capsys, kube_api, name)['changed'] is False
+
+
+def test_role_retries_transient_faults_and_stops_at_403(kube_api, kube_faults, tmp_path, capsys):
+    namespace = unique('gpuops-faults')
+    accounts = f'/api/v1/namespaces/{namespace}/serviceaccounts'
+    variables = dict(gpu_cluster_base_namespace=namespace)
+    try:
+        # kubernetes.core waits out a stall (it sets no request timeout); a 500 and a 409 fail the apply: it runs again.
+        faults = [kube_faults.inject('POST', accounts, status=500), kube_faults.inject('POST', accounts, status=409),
+                  kube_faults.inject('GET', accounts + '/[^/]+', delay=0.5)]
+        code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
+        assert code == 0, out
+        retries = re.findall(r'FAILED - RETRYING: \[localhost\]: Apply the namespace', out)
+        assert len(retries) == 2 and changed > 0, out
+        assert [f.injected for f in faults] == [1, 1, 1]
+        report(capsys, f'gpu_cluster_base, {len(retries)} retries', *faults)
+
+        forbidden = kube_faults.inject('GET', accounts + '/[^/]+', status=403)
+        code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
+        assert code != 0 and 'FAILED - RETRYING' not in out, out
+        assert 'cannot get resource "serviceaccounts" in API group "" in the namespace' in out.replace('\\', ''), out
+        assert (forbidden.injected, forbidden.seen) == (1, 1)
+        report(capsys, 'gpu_cluster_base, 403', forbidden)
+
+        code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
+        assert code == 0 and changed == 0, out
+    finally:
+        try:
+            kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
+        except ApiException as exc:
+            if exc.status != 404:
+                raise
