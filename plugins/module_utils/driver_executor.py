@@ -74,7 +74,7 @@ def gather(module):
     manager = driver_packages.manager_of(driver_packages.distro_family(os_release))
     if manager is None:
         manager = next((name for name, tool in (('apt', 'apt-get'), ('dnf', 'dnf')) if module.get_bin_path(tool)), None)
-    record = driver_state.parse_record(to_text(files.read_bytes(params['record_file']), nonstring='passthru'), params['record_file'])
+    record = driver_state.load_record(params['record_file'])
     facts = dict(
         gpus=driver_state.gpus(devices),
         nvswitch_count=len(gpu_discovery.nvswitch_devices(devices)),

@@ -61,7 +61,7 @@ def _validated(facts, params, result):
     if not facts['smi']['working']:
         kind, message = driver_state.smi_failure(facts['smi']['errors'], facts['loaded'])
         raise DriverError(('state=validated installs nothing and %s' % message) if kind == 'no-driver' else message)
-    result['driver'] = _driver(facts, 'package' if facts['record'].get('packages') else 'pre-installed', None)
+    result['driver'] = _driver(facts, driver_state.driver_source(True, facts['record']), None)
     result['steps'] = _ready_steps(facts, params)
 
 
@@ -137,7 +137,7 @@ def _present(facts, params, result):
 def _absent(facts, params, result):
     record = facts['record']
     if not record:
-        source = 'pre-installed' if facts['smi']['working'] or facts['loaded'] else 'none'
+        source = driver_state.driver_source(facts['smi']['working'] or facts['loaded'], record)
         result['driver'] = _driver(facts, source, None)
         return
     commands = COMMANDS[record.get('manager') or facts['manager'] or 'apt']
@@ -190,7 +190,5 @@ def plan(facts, params):
         _absent(facts, params, result)
     elif facts['gpus']:
         (_validated if params['state'] == 'validated' else _present)(facts, params, result)
-    source = result['driver']['source']
-    result['deploy_driver_label'] = 'false' if not facts['gpus'] or source == 'none' else (
-        'pre-installed' if source == 'pre-installed' else 'true')
+    result['deploy_driver_label'] = driver_state.deploy_driver_label(len(facts['gpus']), result['driver']['source'])
     return result

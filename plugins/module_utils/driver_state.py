@@ -16,7 +16,9 @@ import json
 import os
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import gpu_discovery
+from ansible.module_utils.common.text.converters import to_text
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files, gpu_discovery
 
 # PCI class and subclass of the GPUs the Operator deploys to (NFD's pci-0300_10de / pci-0302_10de).
 GPU_MODES = {'0x0300': 'graphics', '0x0302': 'compute'}
@@ -157,6 +159,23 @@ def smi_failure(errors, loaded):
     return 'failed', 'the NVIDIA kernel module %s is loaded but nvidia-smi fails: %s' % (loaded['version'], text)
 
 
+RECORD_FILE = '/var/lib/gpuops/nvidia_driver.json'
+
+
+def driver_source(present, record):
+    """Where a node's driver comes from: package (nvidia_driver installed it), pre-installed, or none."""
+    if record.get('packages'):
+        return 'package'
+    return 'pre-installed' if present else 'none'
+
+
+def deploy_driver_label(gpu_count, source):
+    """The value of nvidia.com/gpu.deploy.driver for a node."""
+    if not gpu_count or source == 'none':
+        return 'false'
+    return 'pre-installed' if source == 'pre-installed' else 'true'
+
+
 def driver_ready_text():
     """The validation file the Operator's validator writes for a driver installed on the host."""
     return 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'
@@ -179,3 +198,9 @@ def parse_record(text, path):
     if not isinstance(record, dict):
         raise DriverError('%s is not the JSON record nvidia_driver writes; fix or remove it' % path)
     return record
+
+
+
+def load_record(path):
+    """parse_record() of the record file at `path` ({} when absent); files.FileError when unreadable."""
+    return parse_record(to_text(files.read_bytes(path), nonstring='passthru'), path)

@@ -106,9 +106,18 @@ options:
         default: false
   deploy:
     description:
-      - "Values of C(nvidia.com/gpu.deploy.<component>) to use instead of V(true), for example C(deploy: {driver: pre-installed})."
+      - "Values of C(nvidia.com/gpu.deploy.<component>) to use instead of V(true), for example C(deploy: {dcgm: false})."
       - A value of V(true) still yields to a non-empty value already on the Node.
+      - C(driver) defaults to V(pre-installed) when an NVIDIA kernel module is loaded that
+        M(gpuops.gpu_operator.nvidia_driver) did not install (as O(driver_record_file) tells), else V(true), as
+        nvidia_driver reports it in C(deploy_driver_label) once the driver is in place; so the label is right before
+        the driver stage runs.
     type: dict
+  driver_record_file:
+    description:
+      - The record M(gpuops.gpu_operator.nvidia_driver) keeps of what it installed (its O(gpuops.gpu_operator.nvidia_driver#module:record_file)).
+    type: path
+    default: /var/lib/gpuops/nvidia_driver.json
   extra_labels:
     description:
       - More labels to set (any key); they are owned like the computed ones.
@@ -205,7 +214,8 @@ features_d:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files, gpu_discovery, k8s_client, nfd_label_rules, nfd_node_labels
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import (driver_state, files, gpu_discovery, k8s_client, nfd_label_rules,
+                                                                         nfd_node_labels)
 
 
 def discover(module):
@@ -216,6 +226,13 @@ def discover(module):
         return module.run_command(argv, environ_update=gpu_discovery.C_LOCALE)
 
     return gpu_discovery.gather(run, params['sysfs_root'], params['procfs_root'], params['os_release_path'], binary)
+
+
+def driver_label(params, facts):
+    """nvidia.com/gpu.deploy.driver for a GPU node: pre-installed, else true (the driver stage deploys it)."""
+    record = driver_state.load_record(params['driver_record_file'])
+    source = driver_state.driver_source(facts['proc_driver_version'] is not None, record)
+    return 'pre-installed' if source == 'pre-installed' else 'true'
 
 
 def label_value(value):
@@ -262,6 +279,7 @@ def main():
             rename_by_default=dict(type='bool', default=False),
         )),
         deploy=dict(type='dict'),
+        driver_record_file=dict(type='path', default=driver_state.RECORD_FILE),
         extra_labels=dict(type='dict'),
         features_d=dict(type='path'),
     )
@@ -277,9 +295,10 @@ def main():
             result['labels'] = given_labels(params['labels'])
         elif params['state'] == 'present':
             facts = discover(module)
+            deploy = dict((k, label_value(v)) for k, v in (params['deploy'] or {}).items())
+            deploy.setdefault('driver', driver_label(params, facts))
             labels, warnings = nfd_label_rules.compute_labels(
-                facts, params['mig_strategy'], params['sharing'], {k: label_value(v) for k, v in (params['deploy'] or {}).items()},
-                {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()})
+                facts, params['mig_strategy'], params['sharing'], deploy, {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()})
             for warning in warnings:
                 module.warn(warning)
             result.update(labels=labels, discovery=facts)
@@ -287,13 +306,13 @@ def main():
             result['features_d'] = params['features_d']
             result['changed'] = sync_features_file(module, params['features_d'], result['labels'], diff)
         if params['apply']:
-            plan, before, changed = nfd_node_labels.apply(k8s_client.api_client(module), params['node_name'], result['labels'],
+            plan, before, changed = nfd_node_labels.apply(k8s_client.connect(module), params['node_name'], result['labels'],
                                                           params['state'], module.check_mode)
             result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'])
             result['changed'] = result['changed'] or changed
             diff.insert(0, dict(before_header='Node %s labels' % params['node_name'], after_header='Node %s labels' % params['node_name'],
                                 before=before, after=plan['labels']))
-    except (gpu_discovery.DiscoveryError, nfd_label_rules.LabelError, nfd_node_labels.NodeError, files.FileError) as exc:
+    except (gpu_discovery.DiscoveryError, nfd_label_rules.LabelError, k8s_client.ApiError, files.FileError, driver_state.DriverError) as exc:
         module.fail_json(msg=str(exc), **result)
     if module._diff:
         result['diff'] = diff

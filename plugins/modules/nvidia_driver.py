@@ -233,7 +233,7 @@ packages:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_executor, driver_plan, files, gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_executor, driver_plan, driver_state, files, gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import NOUVEAU_MODULES, DriverError
 
 
@@ -250,7 +250,7 @@ def main():
         os_release_path=dict(type='path', default='/etc/os-release'),
         validations_dir=dict(type='path', default='/run/nvidia/validations'),
         modprobe_dir=dict(type='path', default='/etc/modprobe.d'),
-        record_file=dict(type='path', default='/var/lib/gpuops/nvidia_driver.json'),
+        record_file=dict(type='path', default=driver_state.RECORD_FILE),
     )
     argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

@@ -186,8 +186,9 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
     labels = node_meta(core, name)[0]
     assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.deploy.driver'] == 'true'
     assert run_role(kube_api, tmp_path, name) == 0
-    # gfd.enabled=false and a pre-installed driver: the GFD labels go, gpu.present and the deploy labels stay.
-    assert run_role(kube_api, tmp_path, name, node_feature_discovery_gfd_enabled=False, node_feature_discovery_driver_preinstalled=True) == 1
+    # gfd.enabled=false and deploy.driver given: the GFD labels go, gpu.present and the deploy labels stay.
+    assert run_role(kube_api, tmp_path, name, node_feature_discovery_gfd_enabled=False,
+                    node_feature_discovery_deploy={'driver': 'pre-installed'}) == 1
     labels = node_meta(core, name)[0]
     assert 'nvidia.com/gpu.product' not in labels and 'nvidia.com/cuda.driver.major' not in labels and 'nvidia.com/mig.capable' not in labels
     assert labels['nvidia.com/gpu.present'] == 'true' and labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'

@@ -157,3 +157,33 @@ def test_parse_record(text, expected):
 def test_parse_record_rejects_other_content(text):
     with pytest.raises(state.DriverError, match='not the JSON record'):
         state.parse_record(text, '/var/lib/gpuops/nvidia_driver.json')
+
+
+@pytest.mark.parametrize('present, record, source', [
+    (True, {}, 'pre-installed'),
+    (False, {}, 'none'),
+    (True, {'packages': ['nvidia-driver']}, 'package'),
+    (False, {'packages': ['nvidia-driver']}, 'package'),
+    (True, {'packages': []}, 'pre-installed'),
+])
+def test_driver_source(present, record, source):
+    assert state.driver_source(present, record) == source
+
+
+@pytest.mark.parametrize('gpu_count, source, label', [
+    (1, 'pre-installed', 'pre-installed'),
+    (8, 'package', 'true'),
+    (1, 'none', 'false'),
+    (0, 'pre-installed', 'false'),
+])
+def test_deploy_driver_label(gpu_count, source, label):
+    assert state.deploy_driver_label(gpu_count, source) == label
+
+
+def test_load_record(tmp_path):
+    assert state.load_record(str(tmp_path / 'absent.json')) == {}
+    (tmp_path / 'r.json').write_text('{"packages": ["a"]}')
+    assert state.load_record(str(tmp_path / 'r.json')) == {'packages': ['a']}
+    (tmp_path / 'bad.json').write_text('[1]')
+    with pytest.raises(state.DriverError, match='bad.json'):
+        state.load_record(str(tmp_path / 'bad.json'))

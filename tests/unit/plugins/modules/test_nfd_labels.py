@@ -85,3 +85,24 @@ def test_given_labels_skip_discovery(capsys, monkeypatch):
 def test_apply_needs_node_name(capsys, monkeypatch):
     result = run(capsys, monkeypatch, 't4', apply=True)
     assert result['failed'] is True and 'node_name' in result['msg']
+
+
+def test_deploy_driver_follows_the_driver_on_the_node(capsys, monkeypatch, tmp_path):
+    record = tmp_path / 'nvidia_driver.json'
+    # h200-x1 (real capture): a loaded module nvidia_driver did not install is pre-installed; t4 (no module loaded)
+    # gets the driver deployed; a record of installed packages makes the driver ours.
+    labels = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))['labels']
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
+    assert run(capsys, monkeypatch, 't4', driver_record_file=str(record))['labels']['nvidia.com/gpu.deploy.driver'] == 'true'
+    record.write_text('{"packages": ["nvidia-driver"]}')
+    labels = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))['labels']
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'true'
+    given = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record), deploy={'driver': 'false'})['labels']
+    assert given['nvidia.com/gpu.deploy.driver'] == 'false'
+
+
+def test_a_corrupt_driver_record_fails_clearly(capsys, monkeypatch, tmp_path):
+    record = tmp_path / 'nvidia_driver.json'
+    record.write_text('{not json')
+    result = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))
+    assert result['failed'] and str(record) in result['msg']

@@ -47,6 +47,10 @@ def test_nfd_labels_match_the_real_run(capsys, monkeypatch):
     expected = real('nfd_labels-mig-single.json')
     result = run_module(capsys, nfd_labels.main, dict(
         roots(monkeypatch), apply=False, mig_strategy='single', os_release_path=os.path.join(FIXTURE, 'host', 'os-release')))
+    # That run predates nfd_labels deriving gpu.deploy.driver from the node (it then always said true); it must now
+    # agree with what nvidia_driver reported on the real host.
+    assert result['labels'].pop('nvidia.com/gpu.deploy.driver') == real('nvidia_driver-validated.json')['deploy_driver_label']
+    assert expected['labels'].pop('nvidia.com/gpu.deploy.driver') == 'true'
     assert result['labels'] == expected['labels']
     # That run was on the first of the two H200s captured (SOURCE.md): all but the UUID describe both.
     without_uuid = [dict(gpu, uuid=None) for gpu in result['discovery']['gpus']]
