@@ -214,8 +214,8 @@ features_d:
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import (driver_state, files, gpu_discovery, k8s_client, nfd_label_rules,
-                                                                         nfd_node_labels)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_state, files, gpu_discovery, k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import nfd_label_rules, nfd_node_labels
 
 
 def discover(module):
