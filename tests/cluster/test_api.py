@@ -207,3 +207,13 @@ def test_discovery(kube_api, group_version, plural, kind, namespaced):
 def test_version(kube_api):
     info = kubernetes.client.VersionApi(kube_api.api_client).get_code()
     assert info.major == '1' and info.git_version.startswith('v1.')
+
+
+def test_a_node_created_without_spec_reads_back_with_a_spec(core):
+    name = unique('node')
+    core.create_node({'metadata': {'name': name}})
+    try:
+        # A struct, never null, as a real API server returns it (kubernetes.core.k8s_drain reads spec.unschedulable).
+        assert isinstance(core.read_node(name, _preload_content=False).json()['spec'], dict)
+    finally:
+        core.delete_node(name)

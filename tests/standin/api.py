@@ -607,6 +607,8 @@ class StandinAPI(kmock.KubernetesEmulator):
         for field in ('resourceVersion', 'deletionTimestamp', 'managedFields', 'selfLink'):
             meta.pop(field, None)
         meta.update(uid=str(uuid.uuid4()), creationTimestamp=_now(), generation=1)
+        if obj['kind'] in SPEC_STRUCT_KINDS:
+            obj.setdefault('spec', {})  # a struct, never null: the real API server returns spec: {} (k8s_drain relies on it)
         if 'status' in info.subresources:
             obj['status'] = _initial_status(obj)  # a create does not set the status of a resource with a /status subresource
             if obj['status'] is None:
@@ -761,6 +763,9 @@ def _crd_problems(crd: dict[str, Any]) -> list[dict[str, str]]:
     if not causes and not all(isinstance(v, dict) and v.get('name') for v in spec['versions']):
         causes.append({'field': 'spec.versions', 'message': 'every version needs a name'})
     return causes
+
+
+SPEC_STRUCT_KINDS = {'Node'}
 
 
 def _initial_status(obj: dict[str, Any]) -> dict[str, Any] | None:
