@@ -1,0 +1,255 @@
+"""playbooks/upgrade.yml against the API: the Operator's upgrade states, cordon, drain, skip labels, failures.
+
+The GPU nodes are local-connection hosts whose nvidia_driver role (the real one, with driver.enabled=false: it
+validates the driver there) reads captured GPU fixtures; their Node objects are throw-away Nodes made here.
+The state transitions are read back from a watch of the Nodes that replays every change since the run started.
+Stand-in only: its Nodes have no kubelets (see fixture_nodes).
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import kubernetes
+import pytest
+import yaml
+
+from tests.cluster.helpers import REPO, unique
+
+GPUS = REPO / 'tests' / 'fixtures' / 'gpus'
+STATE = 'nvidia.com/gpu-driver-upgrade-state'
+SKIP = 'nvidia.com/gpu-driver-upgrade.skip'
+INITIAL = 'nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable'
+FULL_ROLL = ['upgrade-required', 'cordon-required', 'drain-required', 'pod-restart-required', 'validation-required',
+             'uncordon-required', 'upgrade-done']
+
+
+@pytest.fixture(name='gpus')
+def fixture_gpus(tmp_path):
+    """fixture name -> (sysfs root, procfs root, nvidia-smi): the H200 capture, and the same GPU without a driver."""
+    no_driver = tmp_path / 'no-driver'
+    shutil.copytree(GPUS / 'h200-x1' / 'sys', no_driver / 'sys', symlinks=True)
+    (no_driver / 'proc').mkdir()  # no driver/nvidia/version, no modules: nothing loaded
+    found = {}
+    for name, root in (('h200-x1', GPUS / 'h200-x1'), ('no-driver', no_driver)):
+        # The simulator serves the fixture named by GPUOPS_LAB_GPU_FIXTURE; one without nvidia-smi/ answers as
+        # nvidia-smi does when no driver is loaded.
+        smi = tmp_path / f'nvidia-smi-{name}'
+        smi.write_text(f'#!/bin/sh\nGPUOPS_LAB_GPU_FIXTURE={root} exec {sys.executable} {GPUS / "gpuops-lab-nvidia-smi"} "$@"\n')
+        smi.chmod(0o755)
+        found[name] = (str(root / 'sys'), str(root / 'proc'), str(smi))
+    return found
+
+
+@pytest.fixture(name='nodes')
+def fixture_nodes(kube_api):
+    """Three Ready Nodes (names a, b, c -> Node name), deleted afterwards."""
+    if kube_api.real:
+        # Without kubelets, a real cluster marks these Nodes NotReady within a minute and never finishes deleting
+        # the evicted Pods bound to them; the stand-in has no node controller and deletes at once.
+        pytest.skip('the upgrade test needs kubelet-less Nodes that stay Ready, which only the stand-in has')
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    prefix = unique('gpuops-upgrade')
+    names = {host: f'{prefix}-{host}' for host in ('a', 'b', 'c')}
+    for name in names.values():
+        core.create_node({'metadata': {'name': name, 'labels': {'kubernetes.io/hostname': name, 'nvidia.com/gpu.present': 'true'}},
+                          'spec': {}})  # what an apiserver defaults it to (k8s_drain reads spec.unschedulable)
+        core.patch_node_status(name, {'status': {'conditions': [{'type': 'Ready', 'status': 'True', 'reason': 'KubeletReady',
+                                                                 'message': 'kubelet is posting ready status'}]}})
+    yield names
+    for name in names.values():
+        core.delete_node(name)
+
+
+def label(kube_api, name, labels=None, unschedulable=None):
+    body = {'metadata': {'labels': labels or {}}}
+    if unschedulable is not None:
+        body['spec'] = {'unschedulable': unschedulable}
+    kubernetes.client.CoreV1Api(kube_api.api_client).patch_node(name, body)
+
+
+def run_upgrade(kube_api, tmp_path, nodes, gpus, fixtures, extra=None, options=()):
+    """Run playbooks/upgrade.yml; returns (returncode, output, {Node name: [(state label, unschedulable)...]}).
+
+    `fixtures` maps each inventory host (a, b, c) to the GPU fixture its role reads, or to (fixture, host variables).
+    """
+    hosts = {}
+    for host, fixture in fixtures.items():
+        fixture, variables = (fixture, {}) if isinstance(fixture, str) else fixture
+        sysfs, procfs, smi = gpus[fixture]
+        hosts[host] = dict(variables, node_feature_discovery_node_name=nodes[host], nvidia_driver_sysfs_root=sysfs,
+                           nvidia_driver_procfs_root=procfs, nvidia_driver_nvidia_smi=smi,
+                           nvidia_driver_validations_dir=str(tmp_path / 'validations' / host))
+    common = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
+    inventory = {'all': {'children': {
+        'kube_api': {'hosts': {'localhost': common}},
+        'gpu_nodes': {'vars': dict(common, nvidia_driver_enabled=False), 'hosts': hosts},
+    }}}
+    (tmp_path / 'hosts.yml').write_text(yaml.safe_dump(inventory))
+    (tmp_path / 'extra.json').write_text(json.dumps(extra or {}))
+    before = kubernetes.client.CoreV1Api(kube_api.api_client).list_node()
+    env = kube_api.env()
+    env.update(ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_FORCE_COLOR='0')
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(tmp_path / 'hosts.yml'),
+                             'playbooks/upgrade.yml', '-e', f'@{tmp_path / "extra.json"}', *options],
+                            env=env, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
+    (tmp_path / "output.txt").write_text(result.stdout + result.stderr)
+    return result.returncode, result.stdout + result.stderr, history(kube_api, before, set(nodes.values()))
+
+
+def step(node):
+    return (node.metadata.labels or {}).get(STATE), bool(node.spec and node.spec.unschedulable)
+
+
+def history(kube_api, before, names):
+    """Every (state label, unschedulable) each Node had from the NodeList `before` on, in order, repeats dropped."""
+    seen = {item.metadata.name: [step(item)] for item in before.items if item.metadata.name in names}
+    watch = kubernetes.watch.Watch()
+    for event in watch.stream(kubernetes.client.CoreV1Api(kube_api.api_client).list_node, resource_version=before.metadata.resource_version,
+                              timeout_seconds=2):
+        node = event['object']
+        if node.metadata.name in seen and seen[node.metadata.name][-1] != step(node):
+            seen[node.metadata.name].append(step(node))
+    return seen
+
+
+def states(steps):
+    """The successive state labels of a history."""
+    found = []
+    for state, _unschedulable in steps:
+        if state and (not found or found[-1] != state):
+            found.append(state)
+    return found
+
+
+def batches(out):
+    """The hosts of each serial batch, from the play banners and the host names in the task results."""
+    plays = re.split(r'^PLAY \[Upgrade the NVIDIA driver[^\n]*$', out, flags=re.M)[1:]
+    return [sorted(set(re.findall(r'^(?:ok|changed|skipping|failed|fatal): \[([abc])[\] ]', play, re.M))) for play in plays]
+
+
+def node(kube_api, name):
+    return kubernetes.client.CoreV1Api(kube_api.api_client).read_node(name)
+
+
+def pod(name, node_name, owner=None, labels=None, finalizers=None):
+    metadata = {'name': name, 'labels': labels or {}}
+    if owner:
+        metadata['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner, 'name': f'{name}-owner', 'uid': f'{name}-uid',
+                                        'controller': True}]
+    if finalizers:
+        metadata['finalizers'] = finalizers
+    return {'metadata': metadata, 'spec': {'nodeName': node_name, 'containers': [{'name': 'c', 'image': 'registry.example/pause:3.10'}]}}
+
+
+def pod_names(kube_api, node_name):
+    pods = kubernetes.client.CoreV1Api(kube_api.api_client).list_namespaced_pod(kube_api.namespace, field_selector=f'spec.nodeName={node_name}')
+    return {item.metadata.name for item in pods.items if item.metadata.deletion_timestamp is None}
+
+
+def test_roll_in_batches_with_drain_and_skip_labels(kube_api, tmp_path, nodes, gpus):
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    for name in ('workload', 'keep-me', 'plugin'):
+        owner, labels = {'workload': ('ReplicaSet', None), 'keep-me': ('ReplicaSet', {'nvidia.com/gpu-driver-upgrade-drain.skip': 'true'}),
+                         'plugin': ('DaemonSet', None)}[name]
+        core.create_namespaced_pod(kube_api.namespace, pod(f'{nodes["a"]}-{name}', nodes['a'], owner, labels))
+    label(kube_api, nodes['a'], {STATE: 'upgrade-required'})
+    label(kube_api, nodes['b'], {STATE: 'upgrade-required'}, unschedulable=True)  # cordoned by its admin before
+    label(kube_api, nodes['c'], {STATE: 'upgrade-required', SKIP: 'true'})
+    policy = {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 0, 'maxUnavailable': '50%', 'drain': {'timeoutSeconds': 30}}}
+
+    # A preview changes nothing: no label, no cordon, no eviction.
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy, ['--check'])
+    assert code == 0, out
+    assert all(len(steps[name]) == 1 for name in nodes.values()), steps
+    assert len(pod_names(kube_api, nodes['a'])) == 3
+
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy)
+
+    assert code == 0, out
+    # 50% of 3 GPU nodes, rounded up: a batch of 2, then one of 1.
+    assert batches(out) == [['a', 'b'], ['c']], out
+    assert states(steps[nodes['a']]) == FULL_ROLL
+    # Cordoned from cordon-required until uncordon-required.
+    assert steps[nodes['a']] == [('upgrade-required', False), ('cordon-required', False), ('cordon-required', True), ('drain-required', True),
+                                 ('pod-restart-required', True), ('validation-required', True), ('uncordon-required', True),
+                                 ('uncordon-required', False), ('upgrade-done', False)]
+    assert pod_names(kube_api, nodes['a']) == {f'{nodes["a"]}-keep-me', f'{nodes["a"]}-plugin'}, 'only the workload is evicted'
+
+    assert states(steps[nodes['b']]) == FULL_ROLL
+    assert all(unschedulable for _state, unschedulable in steps[nodes['b']]), 'a node cordoned before stays cordoned'
+    assert INITIAL not in (node(kube_api, nodes['b']).metadata.annotations or {})
+
+    assert steps[nodes['c']] == [('upgrade-required', False)], 'a node labelled gpu-driver-upgrade.skip=true is not touched'
+    # The role validated the driver on a and b (the validator's file), and never ran on c.
+    assert [(tmp_path / 'validations' / host / 'driver-ready').is_file() for host in 'abc'] == [True, True, False]
+    assert f'{nodes["c"]} is labelled {SKIP}=true' in out
+
+    # Again: every node is up to date (or skipped), so nothing is cordoned or relabelled.
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy)
+    assert code == 0, out
+    assert all(len(steps[name]) == 1 for name in nodes.values()), steps
+
+
+def test_failed_node_stays_cordoned_and_stops_the_roll(kube_api, tmp_path, nodes, gpus):
+    for host in nodes:
+        label(kube_api, nodes[host], {STATE: 'upgrade-required'})
+
+    # One node at a time (the Operator's maxParallelUpgrades default): a, then b, whose GPU has no driver.
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'no-driver', 'c': 'h200-x1'})
+
+    assert code != 0, out
+    assert states(steps[nodes['a']]) == FULL_ROLL
+    assert states(steps[nodes['b']]) == FULL_ROLL[:4] + ['upgrade-failed']
+    assert steps[nodes['b']][-1] == ('upgrade-failed', True), 'the failed node stays cordoned'
+    assert node(kube_api, nodes['b']).spec.unschedulable is True
+    assert f'The driver upgrade failed on {nodes["b"]} in state pod-restart-required' in out
+    assert steps[nodes['c']] == [('upgrade-required', False)], 'the roll stops before the next node'
+    assert node(kube_api, nodes['c']).metadata.labels[STATE] == 'upgrade-required'
+
+    # Fixed (the driver works now): the next run resumes with b, uncordons it, then goes on to c, which is asked
+    # for another driver than the 580.159.04 of the H200 capture (driver.enabled=false cannot install it).
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus,
+                                   {'a': 'h200-x1', 'b': 'h200-x1', 'c': ('h200-x1', {'nvidia_driver_version': '590'})})
+    assert code != 0, out
+    assert len(steps[nodes['a']]) == 1, 'nothing changed'
+    assert states(steps[nodes['b']]) == ['upgrade-failed'] + FULL_ROLL and steps[nodes['b']][-1] == ('upgrade-done', False)
+    assert states(steps[nodes['c']]) == FULL_ROLL[:5] + ['upgrade-failed']
+    assert f'{nodes["c"]} runs driver 580.159.04 (loaded), not the requested 590' in out
+    assert node(kube_api, nodes['c']).spec.unschedulable is True
+
+
+def test_failure_in_a_batch_stops_the_next_batch(kube_api, tmp_path, nodes, gpus):
+    """a cannot be drained; b, in the same batch, finishes; c, in the next batch, is not touched."""
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    stuck = f'{nodes["a"]}-stuck'
+    # A finalizer keeps the evicted Pod on the node, as a Pod that does not stop does.
+    core.create_namespaced_pod(kube_api.namespace, pod(stuck, nodes['a'], 'ReplicaSet', finalizers=['gpuops.test/hold']))
+    for host in nodes:
+        label(kube_api, nodes[host], {STATE: 'upgrade-required'})
+    try:
+        code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'},
+                                       {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 2, 'maxUnavailable': 2, 'drain': {'timeoutSeconds': 1}}})
+    finally:
+        core.patch_namespaced_pod(stuck, kube_api.namespace, {'metadata': {'finalizers': None}})
+    assert code != 0, out
+    assert batches(out) == [['a', 'b'], ['c']], out
+    assert states(steps[nodes['a']]) == FULL_ROLL[:3] + ['upgrade-failed']
+    assert node(kube_api, nodes['a']).spec.unschedulable is True
+    assert f'The drain did not remove {kube_api.namespace}/{stuck} from {nodes["a"]} within 1s' in out
+    assert states(steps[nodes['b']]) == FULL_ROLL and steps[nodes['b']][-1] == ('upgrade-done', False)
+    assert steps[nodes['c']] == [('upgrade-required', False)]
+    assert 'The driver upgrade stopped: a failed in an earlier batch' in out
+
+
+@pytest.mark.parametrize('policy, message', [
+    ({'podDeletion': {'force': True}}, 'waitForCompletion and podDeletion are not supported'),
+    ({'maxUnavailable': 'half'}, 'maxUnavailable (a number or a percentage)'),
+])
+def test_bad_policy_touches_nothing(kube_api, tmp_path, nodes, gpus, policy, message):
+    label(kube_api, nodes['a'], {STATE: 'upgrade-required'})
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1'}, {'gpu_driver_upgrade_policy': policy})
+    assert code != 0 and message in out, out
+    assert len(steps[nodes['a']]) == 1, 'nothing changed'
