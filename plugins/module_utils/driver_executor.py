@@ -66,6 +66,16 @@ def installed_packages(module, manager):
     return installed, driver_packages.parse_versionlock(locks) if rc == 0 else set()
 
 
+def package_version(module, manager, record, installed):
+    """upstream_version() of the installed driver's main package (the first the record names); None when unknown."""
+    name = driver_packages.package_name(record['packages'][0]) if record.get('packages') else None
+    if name not in installed:
+        return None
+    argv = ['dpkg-query', '-W', '-f=${Version}', name] if manager == 'apt' else ['rpm', '-q', '--qf', '%{VERSION}', name]
+    rc, out, err = run(module, argv)
+    return driver_packages.upstream_version(out) if rc == 0 else None
+
+
 def gather(module):
     """The node's facts the planner needs."""
     params = module.params
@@ -75,6 +85,9 @@ def gather(module):
     if manager is None:
         manager = next((name for name, tool in (('apt', 'apt-get'), ('dnf', 'dnf')) if module.get_bin_path(tool)), None)
     record = driver_state.load_record(params['record_file'])
+    # Nodes without the initramfs tool (minimal systems, direct kernel boot) boot without an initramfs to update.
+    commands = driver_plan.COMMANDS.get(record.get('manager') or manager, {})
+    initramfs = commands['initramfs'] if commands and module.get_bin_path(commands['initramfs'][0]) else None
     facts = dict(
         gpus=driver_state.gpus(devices),
         nvswitch_count=len(gpu_discovery.nvswitch_devices(devices)),
@@ -85,10 +98,12 @@ def gather(module):
         os_release=os_release,
         kernel_release=gpu_discovery.kernel_release(params['procfs_root']),
         manager=manager,
+        initramfs=initramfs,
         record=record,
         smi=dict(binary=None, working=False, version=None, gpus=0, errors=[]),
         installed_packages=set(),
         held_packages=set(),
+        package_version=None,
         persistenced=dict(active=False),
     )
     paths = [os.path.join(params['validations_dir'], driver_state.DRIVER_READY),
@@ -96,9 +111,13 @@ def gather(module):
     facts['files'] = dict((path, files.read_bytes(path)) for path in paths)
     if facts['gpus'] or (params['state'] == 'absent' and facts['loaded']):
         facts['smi'] = query_smi(module, params['nvidia_smi'])
-    installing = params['state'] == 'present' and facts['gpus'] and not facts['smi']['working']
+    working = facts['smi']['working']
+    # A version asked of a working driver this module installed may mean replacing it.
+    installing = params['state'] == 'present' and facts['gpus'] and (not working or bool(params['version'] and record.get('packages')))
     if manager and (installing or (params['state'] == 'absent' and record)):
         facts['installed_packages'], facts['held_packages'] = installed_packages(module, record.get('manager') or manager)
+        if installing and not working:
+            facts['package_version'] = package_version(module, record.get('manager') or manager, record, facts['installed_packages'])
     if installing and params['persistence_mode']:
         facts['persistenced'] = dict(active=run(module, ['systemctl', 'is-active', '--quiet', driver_plan.PERSISTENCED_UNIT])[0] == 0)
     return facts
@@ -157,7 +176,11 @@ class Executor(object):
         new = sorted(after - before)
         if new:
             self.record['installed'] = sorted(set(self.record['installed']) | set(new))
-            self.record['packages'] = self.planned['packages']
+        # The driver's packages as last installed: a replaced driver's new versions (its installed names need not change).
+        ours = rc == 0 and not step.get('headers')
+        if ours:
+            self.record['packages'] = step['packages']
+        if new or ours:
             self._write_record()
         if rc != 0:
             if step.get('headers'):
@@ -197,11 +220,16 @@ class Executor(object):
 
     def validate(self, step):
         params = self.module.params
+        driver = self.planned['driver']
+        if step['pending']:
+            # nvidia-smi answers for (or reports a mismatch with) the old module until the reboot the plan reported.
+            driver['version'] = self._installed_version() or driver['version']
+            driver['branch'] = driver_state.branch_of(driver['version'])
+            return
         smi = query_smi(self.module, params['nvidia_smi'])
         loaded = driver_state.proc_driver(params['procfs_root'])
-        driver = self.planned['driver']
         driver.update(installed=True, loaded=bool(loaded or 'nvidia' in driver_state.loaded_modules(params['procfs_root'])),
-                      version=smi['version'] or (loaded or {}).get('version') or driver['version'])
+                      version=smi['version'] or (loaded or {}).get('version') or self._installed_version() or driver['version'])
         driver['branch'] = driver_state.branch_of(driver['version'])
         if smi['working']:
             ready = os.path.join(params['validations_dir'], driver_state.DRIVER_READY)
@@ -212,6 +240,9 @@ class Executor(object):
         self.planned['reboot_required'] = True
         self.planned['warnings'].append('the driver is installed but does not work yet (%s); a reboot should load it'
                                         % driver_state.smi_failure(smi['errors'], loaded)[1])
+
+    def _installed_version(self):
+        return package_version(self.module, self.record['manager'], self.record, self.facts['installed_packages'])
 
     def record_step(self, step):
         if self.record != self.facts['record']:

@@ -8,7 +8,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import DriverError, branch_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import VERSION, DriverError, branch_of
 
 RHEL_LIKE = ('rhel', 'centos', 'rocky', 'almalinux', 'ol')
 RHEL_MAJORS = ('8', '9')
@@ -31,8 +31,8 @@ def manager_of(family):
 
 
 def package_name(spec):
-    """The package name of an install spec ('nvidia-driver=550.*' -> 'nvidia-driver')."""
-    return spec.split('=', 1)[0]
+    """The package name of an install spec: 'nvidia-driver=550.*' and dnf's module '@nvidia-driver:550-dkms' -> 'nvidia-driver'."""
+    return spec.split('=', 1)[0].lstrip('@').split(':', 1)[0]
 
 
 def _apt_pin(name, version):
@@ -94,6 +94,13 @@ def parse_dpkg_status(text):
         if len(fields) == 2 and fields[0][1:2] == 'i':
             names.add(fields[1].split(':', 1)[0])
     return names
+
+
+def upstream_version(text):
+    """The driver version in a package version: `dpkg-query -f='${Version}'` 1:535.261.03-1~deb12u1 -> 535.261.03 (no epoch,
+    no Debian revision), `rpm --qf '%{VERSION}'` as it is; None for anything that is not a driver version."""
+    version = (text or '').strip().split(':', 1)[-1].rsplit('-', 1)[0]
+    return version if VERSION.match(version) else None
 
 
 def parse_rpm_names(text):

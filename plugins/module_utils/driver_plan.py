@@ -10,7 +10,8 @@ A step is a dict with `kind`:
   write     path, data (bytes): written atomically
   remove    path
   install   argv, packages: the package manager command whose new packages are recorded for state=absent
-  persistenced, validate: decided when they run (after the install), shown as the command they run
+  persistenced, validate: decided when they run (after the install), shown as the command they run (validate `pending`:
+            a replaced driver's old module is still loaded, only the installed version is read)
   record    path: the undo record is written (its content is kept by the executor)
 """
 
@@ -27,11 +28,17 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state i
 
 PERSISTENCED_UNIT = 'nvidia-persistenced.service'
 BLACKLIST_FILE = 'blacklist-nouveau.conf'
+# replace: installing other versions over the driver's packages (apt asks before downgrading; dnf up- or downgrades to a
+# named version by itself, but only within the enabled module stream, hence the stream switch first).
 COMMANDS = dict(
-    apt=dict(install=['apt-get', 'install', '-y', '--no-install-recommends'], hold=['apt-mark', 'hold'], unhold=['apt-mark', 'unhold'],
-             remove=['apt-get', 'purge', '-y'], initramfs=['update-initramfs', '-u']),
-    dnf=dict(install=['dnf', 'install', '-y'], hold=['dnf', 'versionlock', 'add'], unhold=['dnf', 'versionlock', 'delete'],
-             remove=['dnf', 'remove', '-y'], initramfs=['dracut', '-f']),
+    apt=dict(install=['apt-get', 'install', '-y', '--no-install-recommends'],
+             replace=['apt-get', 'install', '-y', '--no-install-recommends', '--allow-downgrades'],
+             hold=['apt-mark', 'hold'], unhold=['apt-mark', 'unhold'], remove=['apt-get', 'purge', '-y'],
+             initramfs=['update-initramfs', '-u']),
+    dnf=dict(install=['dnf', 'install', '-y'], replace=['dnf', 'install', '-y'],
+             switch=['dnf', 'module', 'switch-to', '-y', '--allowerasing'],
+             hold=['dnf', 'versionlock', 'add'], unhold=['dnf', 'versionlock', 'delete'], remove=['dnf', 'remove', '-y'],
+             initramfs=['dracut', '-f']),
 )
 
 
@@ -44,7 +51,7 @@ def describe(step):
 
 def _driver(facts, source, kernel_module_type):
     loaded = facts['loaded']
-    version = facts['smi']['version'] or (loaded or {}).get('version')
+    version = facts['smi']['version'] or (loaded or {}).get('version') or facts['package_version']
     return dict(installed=bool(facts['smi']['working'] or loaded or facts['smi']['binary'] or source == 'package'),
                 loaded=bool(loaded or 'nvidia' in facts['modules']),
                 version=version, branch=driver_state.branch_of(version), source=source,
@@ -65,14 +72,6 @@ def _validated(facts, params, result):
     result['steps'] = _ready_steps(facts, params)
 
 
-def _wanted_version_warning(facts, params, result):
-    version = params['version']
-    have = result['driver']['version'] or ''
-    if version and have != version and not have.startswith(version + '.'):
-        result['warnings'].append('the working driver is %s, not the requested version %s; it is left as it is (remove it with '
-                                  'state=absent first when this module installed it)' % (have, version))
-
-
 def _package_plan(facts, params, kernel_module_type):
     if params['packages']:
         manager = facts['manager']
@@ -86,13 +85,21 @@ def _package_plan(facts, params, kernel_module_type):
 
 def _present(facts, params, result):
     smi = facts['smi']
-    if smi['working']:
+    loaded = bool(smi['working'] or facts['loaded'] or 'nvidia' in facts['modules'])
+    have = smi['version'] or facts['package_version']
+    # Another version is asked for: replaced only when this module installed the driver (its record names the packages).
+    replace = bool(have) and not driver_state.version_matches(have, params['version'])
+    if replace and not facts['record'].get('packages'):
+        raise DriverError('the node has NVIDIA driver %s, not the requested version %s, and this module did not install it (%s names '
+                          'no packages): it is not replaced. Uninstall that driver yourself and run again, or keep it with '
+                          'state=validated (ClusterPolicy driver.enabled=false)' % (have, params['version'], params['record_file']))
+    if smi['working'] and not replace:
         _validated(facts, params, result)
-        _wanted_version_warning(facts, params, result)
         return
-    kind, message = driver_state.smi_failure(smi['errors'], facts['loaded'])
-    if kind != 'no-driver':
-        raise DriverError(message)
+    if not smi['working']:
+        kind, message = driver_state.smi_failure(smi['errors'], facts['loaded'])
+        if kind != 'no-driver':
+            raise DriverError(message)
     kernel_module_type = driver_state.resolve_kernel_module_type(params['kernel_module_type'], facts['gpus'],
                                                                  driver_state.branch_of(params['version']), facts['loaded'])
     packages = _package_plan(facts, params, kernel_module_type)
@@ -112,25 +119,49 @@ def _present(facts, params, result):
         path = os.path.join(params['modprobe_dir'], BLACKLIST_FILE)
         data = to_bytes(driver_state.blacklist_text())
         if facts['files'].get(path) != data:
-            steps += [dict(kind='write', path=path, data=data, record=True), dict(kind='run', argv=list(commands['initramfs']))]
+            steps.append(dict(kind='write', path=path, data=data, record=True))
+            # Without an initramfs tool the node boots without an initramfs: modprobe.d alone applies at the next boot.
+            if facts['initramfs']:
+                steps.append(dict(kind='run', argv=list(facts['initramfs'])))
     if nouveau:
         result['reboot_required'] = True
         result['warnings'].append('%s is loaded and holds the GPU: reboot so that the NVIDIA module can take it' % ' and '.join(nouveau))
-    if any(name not in installed for name in packages['names']):
-        steps.append(dict(kind='install', argv=commands['install'] + packages['install'], packages=packages['install']))
-    to_hold = [name for name in packages['names'] if name not in facts['held_packages']]
+    held = facts['held_packages']
+    if replace:
+        # Held packages cannot be changed; they are held again below.
+        unhold = [name for name in facts['record'].get('held', []) if name in held]
+        if unhold:
+            steps.append(dict(kind='run', argv=commands['unhold'] + unhold))
+            held = held - set(unhold)
+        if 'switch' in commands and packages['install'][0].startswith('@'):
+            steps.append(dict(kind='run', argv=commands['switch'] + [packages['install'][0][1:]]))
+    if replace or any(name not in installed for name in packages['names']):
+        steps.append(dict(kind='install', argv=commands['replace' if replace else 'install'] + packages['install'],
+                          packages=packages['install']))
+    to_hold = [name for name in packages['names'] if name not in held]
     if params['hold'] and to_hold:
         steps.append(dict(kind='run', argv=commands['hold'] + to_hold, hold=to_hold))
     if steps:
         steps.append(dict(kind='record', path=params['record_file']))
-    if params['load_modules'] and not nouveau:
+    # After replacing a loaded driver the old kernel module keeps running: the new modules cannot join it, and only the
+    # installed version can be read.
+    pending = replace and loaded
+    if params['load_modules'] and not nouveau and not pending:
         steps += [dict(kind='run', argv=['modprobe', name], soft=True) for name in driver_state.NVIDIA_MODULES
                   if name not in facts['modules']]
+    elif not loaded:
+        result['reboot_required'] = True  # nothing here loads the driver: it starts with the next boot
     if params['persistence_mode'] and not facts['persistenced']['active']:
         steps.append(dict(kind='persistenced', argv=['systemctl', 'enable', '--now', PERSISTENCED_UNIT]))
-    steps.append(dict(kind='validate', argv=[smi['binary'] or 'nvidia-smi', '-q', '-x']))
+    if pending:
+        result['reboot_required'] = True
+        result['warnings'].append('the driver packages change from %s to the requested version %s; the loaded kernel module stays %s '
+                                  'until the node reboots (or, when no process uses the GPU, the modules are unloaded and loaded '
+                                  'again: modprobe -r nvidia_drm nvidia_modeset nvidia_uvm nvidia; modprobe nvidia nvidia_uvm)'
+                                  % (have, params['version'], have))
+    steps.append(dict(kind='validate', argv=[smi['binary'] or 'nvidia-smi', '-q', '-x'], pending=pending))
     result['steps'] = steps
-    result['packages'] = packages['install']
+    result['packages'] = [spec for step in steps if step['kind'] == 'install' for spec in step['packages']]
     result['driver'] = _driver(facts, 'package', kernel_module_type)
 
 
@@ -158,8 +189,8 @@ def _absent(facts, params, result):
         if current != wanted:
             steps.append(dict(kind='write', path=path, data=wanted) if wanted is not None else dict(kind='remove', path=path))
             restored = restored or path.endswith(BLACKLIST_FILE)
-    if restored:
-        steps.append(dict(kind='run', argv=list(commands['initramfs'])))
+    if restored and facts['initramfs']:
+        steps.append(dict(kind='run', argv=list(facts['initramfs'])))
     ready = os.path.join(params['validations_dir'], driver_state.DRIVER_READY)
     if facts['files'].get(ready) is not None:
         steps.append(dict(kind='remove', path=ready))

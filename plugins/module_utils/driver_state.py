@@ -144,6 +144,11 @@ def branch_of(version):
     return version.split('.')[0] if version else None
 
 
+def version_matches(have, wanted):
+    """Whether driver version `have` is the requested `wanted` ('' = any, a branch, or a full version)."""
+    return not wanted or have == wanted or (have or '').startswith(wanted + '.')
+
+
 def smi_failure(errors, loaded):
     """(kind, message) for nvidia-smi's failure: kind is mismatch, no-driver (no module loaded) or failed; `loaded` is proc_driver()."""
     text = ' '.join(errors)
@@ -198,7 +203,6 @@ def parse_record(text, path):
     if not isinstance(record, dict):
         raise DriverError('%s is not the JSON record nvidia_driver writes; fix or remove it' % path)
     return record
-
 
 
 def load_record(path):

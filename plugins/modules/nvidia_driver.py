@@ -19,6 +19,11 @@ description:
     Otherwise the driver packages are installed (with the kernel headers DKMS needs), held, the in-kernel
     C(nouveau) and C(nova_core) drivers are blacklisted, the modules loaded, C(nvidia-persistenced) enabled and the
     driver validated."
+  - "Upgrades and downgrades: when O(version) asks for another version than the node's driver and this module installed
+    that driver (O(record_file) names its packages), its packages are unheld, the requested versions installed (apt: the
+    package list pinned to the version; dnf: the C(nvidia-driver) module stream switched, then installed) and held again.
+    The loaded kernel module stays the old one until the node reboots (RV(reboot_required=true)). A driver this module
+    did not install is never replaced: the module fails and says how to proceed."
   - O(state=validated) installs nothing and fails, saying why, when a node with a GPU has no working driver.
   - O(state=absent) removes only what this module installed and wrote, as recorded in O(record_file), restores the
     files it changed byte for byte and unloads the modules when nothing uses them. A pre-installed driver is never touched.
@@ -58,7 +63,8 @@ options:
     description:
       - The driver branch (V(550)) or full version (V(550.163.01)) to install (ClusterPolicy C(driver.version)).
       - Empty installs the distribution's packaged default; Ubuntu has none and needs a branch.
-      - A working driver of another version is left as it is, with a warning.
+      - A driver of another version that this module installed is replaced by the requested one (an upgrade or downgrade); one it
+        did not install fails the module (uninstall it yourself, or keep it with O(state=validated)).
     type: str
     default: ''
   kernel_module_type:
@@ -73,6 +79,8 @@ options:
     description:
       - Packages to install instead of the computed list (a custom or air-gapped repository, or user-space only packages).
       - No kernel headers are added and Secure Boot is not checked for them.
+      - They are installed as given, also when replacing a driver of another version; pin them to O(version) yourself
+        (V(nvidia-smi=550.*)).
     type: list
     elements: str
     default: []
@@ -83,7 +91,8 @@ options:
     default: true
   blacklist_nouveau:
     description:
-      - When installing, blacklist C(nouveau) and C(nova_core) in O(modprobe_dir) and update the initramfs.
+      - When installing, blacklist C(nouveau) and C(nova_core) in O(modprobe_dir) and update the initramfs (C(update-initramfs -u),
+        C(dracut -f)). A node without that tool boots without an initramfs; the blacklist in O(modprobe_dir) applies at its next boot.
     type: bool
     default: true
   load_modules:
@@ -137,6 +146,11 @@ EXAMPLES = r'''
     version: "570"
     kernel_module_type: open
 
+- name: Upgrade the driver this module installed to 570.172.08 (takes effect at the next reboot)
+  gpuops.gpu_operator.nvidia_driver:
+    version: "570.172.08"
+  register: nvidia_driver_result
+
 - name: Check a pre-installed driver (ClusterPolicy driver.enabled=false)
   gpuops.gpu_operator.nvidia_driver:
     state: validated
@@ -180,7 +194,9 @@ driver:
       type: bool
       sample: true
     version:
-      description: The driver version C(nvidia-smi) or the loaded module reports; null when unknown.
+      description:
+        - The driver version C(nvidia-smi) or the loaded module reports; for a driver this module installed that is not loaded
+          yet (or was replaced while the old module stays loaded) the version of its installed package. Null when unknown.
       type: str
       sample: 580.159.04
     branch:
@@ -206,7 +222,9 @@ secure_boot:
   type: str
   sample: unknown
 reboot_required:
-  description: A reboot is needed before the driver works (C(nouveau) loaded, modules that could not be loaded or unloaded).
+  description:
+    - A reboot is needed before the driver works (C(nouveau) loaded, modules that could not be loaded or unloaded, a replaced
+      driver whose old kernel module is still loaded).
   returned: always
   type: bool
   sample: false
@@ -224,7 +242,9 @@ actions:
   elements: str
   sample: ["apt-get install -y --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced"]
 packages:
-  description: The packages installed (or to install) with O(state=present), removed with O(state=absent); empty when none.
+  description:
+    - The packages this run installs (or would install in check mode) with O(state=present), kernel headers included, and
+      removes with O(state=absent); empty when none, as on a rerun where everything is installed.
   returned: always
   type: list
   elements: str

@@ -86,3 +86,24 @@ def test_parse_versionlock():
     # Constructed `dnf versionlock list` lines (name-epoch:version-release.*) and dnf's own chatter.
     text = 'Last metadata expiration check: 0:01:02 ago.\nnvidia-driver-3:550.163.01-1.el9.*\nkmod-nvidia-open-dkms-3:550.163.01-1.el9.*\n'
     assert pkgs.parse_versionlock(text) == {'nvidia-driver', 'kmod-nvidia-open-dkms'}
+
+
+@pytest.mark.parametrize('spec, name', [
+    ('nvidia-driver', 'nvidia-driver'), ('nvidia-driver=550.*', 'nvidia-driver'), ('nvidia-smi=535.261.03-*', 'nvidia-smi'),
+    ('@nvidia-driver:550-dkms', 'nvidia-driver'), ('libnvidia-ml1:amd64', 'libnvidia-ml1'),
+])
+def test_package_name(spec, name):
+    assert pkgs.package_name(spec) == name
+
+
+@pytest.mark.parametrize('text, version', [
+    ('535.261.03-1', '535.261.03'),              # bookworm's nvidia-smi (dpkg-query -W -f='${Version}', measured in the lab)
+    ('535.171.04-1~deb12u1', '535.171.04'),      # bookworm's nvidia-persistenced
+    ('550.163.01-2\n', '550.163.01'),            # trixie
+    ('1:570.195.03-0ubuntu0.24.04.1', '570.195.03'),  # constructed: an epoch and an Ubuntu revision
+    ('550.163.01', '550.163.01'),                # rpm -q --qf '%{VERSION}'
+    ('', None),
+    ('package nvidia-driver is not installed', None),
+])
+def test_upstream_version(text, version):
+    assert pkgs.upstream_version(text) == version

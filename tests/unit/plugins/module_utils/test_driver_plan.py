@@ -37,7 +37,8 @@ def facts_of(fixture, smi_fixture=None, **overrides):
         secure_boot='unknown', signing_key=False, os_release=BOOKWORM, kernel_release='6.1.0-28-amd64', manager='apt', record={},
         smi=dict(binary=SIMULATOR, working=bool(merged), version=(xml_report or {}).get('driver_version'), gpus=len(merged),
                  errors=errors),
-        installed_packages=set(), held_packages=set(), persistenced=dict(active=False), files={READY: None, BLACKLIST: None})
+        installed_packages=set(), held_packages=set(), package_version=None, persistenced=dict(active=False),
+        files={READY: None, BLACKLIST: None}, initramfs=['update-initramfs', '-u'])
     facts.update(overrides)
     return facts
 
@@ -68,10 +69,17 @@ def test_validated_twice_changes_nothing():
     assert planned['steps'] == []
 
 
-def test_other_requested_version_is_a_warning():
-    planned = driver_plan.plan(facts_of('h200-x1'), params_of(version='570'))
-    assert planned['packages'] == [] and 'not the requested version 570' in planned['warnings'][0]
-    assert driver_plan.plan(facts_of('h200-x1'), params_of(version='580'))['warnings'] == []
+@pytest.mark.parametrize('version', ['570', '580.159.05', '58'])
+def test_pre_installed_driver_of_another_version_is_not_replaced(version):
+    message = 'NVIDIA driver 580.159.04, not the requested version %s, and this module did not install it' % version
+    with pytest.raises(DriverError, match=message + '.*Uninstall that driver yourself.*state=validated'):
+        driver_plan.plan(facts_of('h200-x1'), params_of(version=version))
+
+
+@pytest.mark.parametrize('version', ['', '580', '580.159.04'])
+def test_pre_installed_driver_of_the_requested_version_is_kept(version):
+    planned = driver_plan.plan(facts_of('h200-x1'), params_of(version=version))
+    assert actions(planned) == ['write ' + READY] and planned['warnings'] == [] and planned['driver']['source'] == 'pre-installed'
 
 
 @pytest.mark.parametrize('fixture', ['cpu-only'])
@@ -165,3 +173,122 @@ def test_absent_removes_what_the_record_names():
                                 'remove ' + BLACKLIST, 'update-initramfs -u', 'remove ' + READY, 'remove ' + RECORD]
     assert planned['packages'] == ['nvidia-smi', 'libnvidia-ml1'] and planned['deploy_driver_label'] == 'false'
     assert planned['driver'] == dict(installed=False, loaded=False, version=None, branch=None, source='none', kernel_module_type=None)
+
+
+DEBIAN_NAMES = ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced']
+HEADERS = 'linux-headers-6.1.0-28-amd64'
+
+
+@pytest.mark.parametrize('state, initramfs, record, expected', [
+    ('present', ['update-initramfs', '-u'], {}, ['write ' + BLACKLIST, 'update-initramfs -u']),
+    ('present', ['dracut', '-f'], {}, ['write ' + BLACKLIST, 'dracut -f']),
+    # No initramfs tool (the lab's minbase images, direct kernel boot): the node has no initramfs to update.
+    ('present', None, {}, ['write ' + BLACKLIST]),
+    ('absent', ['update-initramfs', '-u'], dict(manager='apt', files={BLACKLIST: None}), ['remove ' + BLACKLIST, 'update-initramfs -u']),
+    ('absent', None, dict(manager='apt', files={BLACKLIST: None}), ['remove ' + BLACKLIST]),
+])
+def test_initramfs_is_updated_only_where_there_is_a_tool(state, initramfs, record, expected):
+    files = {READY: None, BLACKLIST: to_bytes(driver_state.blacklist_text()) if state == 'absent' else None}
+    facts = facts_of('t4', 'cpu-only', initramfs=initramfs, record=record, files=files)
+    planned = driver_plan.plan(facts, params_of(state=state, packages=['nvidia-smi'], hold=False, load_modules=False,
+                                                persistence_mode=False))
+    assert [action for action in actions(planned) if 'blacklist' in action or ' -u' in action or ' -f' in action] == expected
+
+
+@pytest.mark.parametrize('installed, packages', [
+    (set(), [HEADERS] + DEBIAN_NAMES),
+    ({HEADERS}, DEBIAN_NAMES),
+    # A new kernel without its headers: the headers alone (the package lists must be fresh for them too).
+    (set(DEBIAN_NAMES), [HEADERS]),
+    # Installed but not working yet (waiting for its reboot): nothing to install, so no package list refresh.
+    (set(DEBIAN_NAMES) | {HEADERS}, []),
+])
+def test_packages_are_those_this_run_installs(installed, packages):
+    facts = facts_of('t4', 'cpu-only', installed_packages=installed, held_packages=set(DEBIAN_NAMES))
+    planned = driver_plan.plan(facts, params_of())
+    assert planned['packages'] == packages
+    assert planned['packages'] == [spec for step in planned['steps'] if step['kind'] == 'install' for spec in step['packages']]
+
+
+@pytest.mark.parametrize('package_version, version, branch', [
+    ('535.261.03', '535.261.03', '535'),  # installed, not loaded yet: the package's version
+    (None, None, None),
+])
+def test_version_of_a_driver_not_loaded_yet_is_the_package_version(package_version, version, branch):
+    record = dict(manager='apt', packages=['nvidia-smi'], installed=['nvidia-smi'], held=['nvidia-smi'], files={})
+    facts = facts_of('t4', 'cpu-only', record=record, package_version=package_version, installed_packages={'nvidia-smi'},
+                     held_packages={'nvidia-smi'})
+    planned = driver_plan.plan(facts, params_of(packages=['nvidia-smi'], load_modules=False, persistence_mode=False))
+    assert (planned['driver']['version'], planned['driver']['branch']) == (version, branch) and planned['packages'] == []
+
+
+OURS = dict(manager='apt', packages=DEBIAN_NAMES, installed=sorted(DEBIAN_NAMES + ['libnvidia-ml1']), held=DEBIAN_NAMES,
+            files={BLACKLIST: None})
+ROCKY9 = dict(ID='rocky', ID_LIKE='rhel centos fedora', VERSION_ID='9.4')
+DNF_NAMES = ['nvidia-driver', 'nvidia-driver-cuda', 'kmod-nvidia-open-dkms']
+DNF_RECORD = dict(OURS, manager='dnf', packages=['@nvidia-driver:open-dkms'], held=DNF_NAMES)
+REPLACE = 'apt-get install -y --no-install-recommends --allow-downgrades '
+
+
+def _ours(fixture, smi_fixture=None, **overrides):
+    """Facts of a node whose driver packages this module installed and held."""
+    values = dict(record=OURS, installed_packages=set(DEBIAN_NAMES) | {HEADERS, 'libnvidia-ml1'}, held_packages=set(DEBIAN_NAMES),
+                  persistenced=dict(active=True), files={READY: None, BLACKLIST: to_bytes(driver_state.blacklist_text())})
+    values.update(overrides)
+    return facts_of(fixture, smi_fixture, **values)
+
+
+@pytest.mark.parametrize('facts, version, expected, reboot', [
+    # The h200's working open module 580.159.04 as if this module had installed it: replaced, the old module stays loaded.
+    (_ours('h200-x1'), '570', [
+        'apt-mark unhold ' + ' '.join(DEBIAN_NAMES),
+        REPLACE + "'nvidia-driver=570.*' 'nvidia-open-kernel-dkms=570.*' 'nvidia-smi=570.*' nvidia-persistenced",
+        'apt-mark hold nvidia-driver nvidia-open-kernel-dkms nvidia-smi nvidia-persistenced', 'write ' + RECORD], True),
+    (_ours('h200-x1'), '580.82.07', [
+        'apt-mark unhold ' + ' '.join(DEBIAN_NAMES),
+        REPLACE + "'nvidia-driver=580.82.07-*' 'nvidia-open-kernel-dkms=580.82.07-*' 'nvidia-smi=580.82.07-*' nvidia-persistenced",
+        'apt-mark hold nvidia-driver nvidia-open-kernel-dkms nvidia-smi nvidia-persistenced', 'write ' + RECORD], True),
+    # Installed, not loaded yet (the lab's bookworm node): its package version is 535.261.03; the new one is loaded right away.
+    (_ours('t4', 'cpu-only', package_version='535.261.03'), '550', [
+        'apt-mark unhold ' + ' '.join(DEBIAN_NAMES),
+        REPLACE + "'nvidia-driver=550.*' 'nvidia-kernel-dkms=550.*' 'nvidia-smi=550.*' nvidia-persistenced",
+        'apt-mark hold ' + ' '.join(DEBIAN_NAMES), 'write ' + RECORD,
+        'modprobe nvidia', 'modprobe nvidia_uvm', 'modprobe nvidia_modeset'], False),
+    # dnf: the versionlocks go, the module stream is switched, then the stream (and any named version) is installed.
+    (_ours('h200-x1', os_release=ROCKY9, manager='dnf', record=DNF_RECORD, held_packages=set(DNF_NAMES),
+           installed_packages=set(DNF_NAMES) | {'kernel-devel-6.1.0-28-amd64'}), '570.172.08', [
+        'dnf versionlock delete ' + ' '.join(DNF_NAMES),
+        'dnf module switch-to -y --allowerasing nvidia-driver:570-open',
+        'dnf install -y @nvidia-driver:570-open nvidia-driver-570.172.08 nvidia-driver-cuda-570.172.08 kmod-nvidia-open-dkms-570.172.08',
+        'dnf versionlock add ' + ' '.join(DNF_NAMES), 'write ' + RECORD], True),
+])
+def test_driver_this_module_installed_is_replaced_by_another_version(facts, version, expected, reboot):
+    planned = driver_plan.plan(facts, params_of(version=version))
+    assert actions(planned) == expected
+    assert planned['packages'] == next(step['packages'] for step in planned['steps'] if step['kind'] == 'install')
+    assert planned['reboot_required'] is reboot
+    assert planned['steps'][-1] == dict(kind='validate', argv=[SIMULATOR, '-q', '-x'], pending=reboot)
+    assert planned['driver']['source'] == 'package' and planned['deploy_driver_label'] == 'true'
+    assert bool(planned['warnings']) is reboot and all('loaded kernel module stays' in w for w in planned['warnings'])
+
+
+@pytest.mark.parametrize('facts, version', [
+    (_ours('h200-x1'), '580'),
+    (_ours('h200-x1'), ''),
+    (_ours('t4', 'cpu-only', package_version='535.261.03', modules={'nvidia': 0, 'nvidia_uvm': 0, 'nvidia_modeset': 0}), '535.261.03'),
+])
+def test_driver_of_the_requested_version_is_not_replaced(facts, version):
+    planned = driver_plan.plan(facts, params_of(version=version))
+    assert [a for a in actions(planned) if a != 'write ' + READY] == [] and planned['packages'] == []
+    assert planned['reboot_required'] is False
+
+
+@pytest.mark.parametrize('load_modules, reboot', [(True, False), (False, True)])
+def test_a_driver_left_unloaded_needs_a_reboot(load_modules, reboot):
+    # Installed, not loaded (the t4 capture has no /proc): with load_modules the run loads it (modprobe planned);
+    # without, nothing starts the driver before the next boot, and the plan says so.
+    record = dict(manager='apt', packages=['nvidia-smi'], installed=['nvidia-smi'], held=['nvidia-smi'], files={})
+    facts = facts_of('t4', 'cpu-only', record=record, installed_packages={'nvidia-smi'}, held_packages={'nvidia-smi'})
+    planned = driver_plan.plan(facts, params_of(packages=['nvidia-smi'], load_modules=load_modules, persistence_mode=False))
+    assert planned['reboot_required'] is reboot
+    assert any(action.startswith('modprobe') for action in actions(planned)) is load_modules

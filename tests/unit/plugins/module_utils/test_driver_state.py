@@ -187,3 +187,11 @@ def test_load_record(tmp_path):
     (tmp_path / 'bad.json').write_text('[1]')
     with pytest.raises(state.DriverError, match='bad.json'):
         state.load_record(str(tmp_path / 'bad.json'))
+
+
+@pytest.mark.parametrize('have, wanted, matches', [
+    ('580.159.04', '', True), ('580.159.04', '580', True), ('580.159.04', '580.159.04', True), ('580.159.04', '580.159', True),
+    ('580.159.04', '58', False), ('580.159.04', '570', False), ('580.159.04', '580.159.05', False), (None, '580', False),
+])
+def test_version_matches(have, wanted, matches):
+    assert state.version_matches(have, wanted) is matches

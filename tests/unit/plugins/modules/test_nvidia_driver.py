@@ -30,6 +30,8 @@ TOOLS = ('apt-get', 'apt-mark', 'dpkg-query', 'update-initramfs', 'modprobe', 's
 DEBIAN_PACKAGES = ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced']
 # What apt pulls in besides the named packages (a few of the real dependencies apt-get install -s lists on bookworm).
 DEPENDENCIES = ['libnvidia-ml1', 'nvidia-driver-libs', 'dkms']
+# The fake repository's versions: bookworm's 535 (the default) and trixie's 550, as apt-cache showed them in the lab.
+CANDIDATES = {'': '535.261.03-1', '535': '535.261.03-1', '550': '550.163.01-2'}
 
 
 class FakeNode(object):
@@ -41,9 +43,12 @@ class FakeNode(object):
         self.modprobe_error = modprobe_error
         self.install_rc = install_rc
         self.installed = {'bash', 'linux-headers-6.1.0-28-amd64'}
+        self.versions = {}
         self.held = set()
+        self.enabled = set()
         self.calls = []
         self.proc_modules = None  # a procfs modules file that modprobe updates
+        self.tools = set(TOOLS)
 
     def run_command(self, args, **kwargs):
         argv = list(args)
@@ -56,6 +61,8 @@ class FakeNode(object):
         return getattr(self, os.path.basename(argv[0]).replace('-', '_'))(argv[1:])
 
     def dpkg_query(self, args):
+        if args[1] == '-f=${Version}':
+            return (0, self.versions[args[2]], '') if args[2] in self.installed else (1, '', 'dpkg-query: no packages found')
         return 0, ''.join('ii  %s\n' % name for name in sorted(self.installed)), ''
 
     def apt_mark(self, args):
@@ -65,13 +72,18 @@ class FakeNode(object):
         return 0, '', ''
 
     def apt_get(self, args):
-        names = [spec.split('=')[0] for spec in args if not spec.startswith('-') and spec not in ('install', 'purge')]
+        specs = [spec for spec in args if not spec.startswith('-') and spec not in ('install', 'purge')]
+        names = [spec.split('=')[0] for spec in specs]
         if args[0] == 'purge':
             self.installed.difference_update(names)
             return 0, '', ''
         if self.install_rc:
             return self.install_rc, '', 'E: Unable to locate package %s' % names[0]
+        if self.held & set(names):
+            return 100, '', 'E: Held packages were changed and -y was used without --allow-change-held-packages.'
         self.installed.update(names + DEPENDENCIES)
+        for spec in specs:
+            self.versions[spec.split('=')[0]] = CANDIDATES[spec.split('=')[1].split('.')[0] if '=' in spec else '']
         if 'nvidia-driver' in names and not self.modprobe_error:
             self.smi_fixture = self.driver_fixture
         return 0, '', ''
@@ -92,7 +104,9 @@ class FakeNode(object):
 
     def systemctl(self, args):
         if args[0] == 'is-active':
-            return 3, '', ''
+            return (0 if args[-1] in self.enabled else 3), '', ''
+        if args[0] == 'enable':
+            self.enabled.add(args[-1])
         if args[0] == 'show':
             return 0, 'loaded\n', ''
         return 0, '', ''
@@ -102,7 +116,7 @@ class FakeNode(object):
 def node(monkeypatch):
     fake = FakeNode()
     monkeypatch.setattr(AnsibleModule, 'run_command', fake.run_command)
-    monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda self, name, *args, **kwargs: '/usr/bin/' + name if name in TOOLS else None)
+    monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda self, name, *args, **kwargs: '/usr/bin/' + name if name in fake.tools else None)
     return fake
 
 
@@ -302,3 +316,69 @@ def test_bad_input_changes_nothing(capsys, node, paths, args, message):
     assert result['failed'] is True and message in result['msg']
     assert [call[0] for call in node.calls if call[0] not in ('dpkg-query', 'apt-mark', 'systemctl')] == []
     assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
+
+
+@pytest.mark.parametrize('tools, initramfs', [
+    (TOOLS, True),
+    # The lab's minbase images and nodes booted without an initramfs have no initramfs-tools.
+    (tuple(tool for tool in TOOLS if tool != 'update-initramfs'), False),
+])
+def test_initramfs_only_where_the_node_has_the_tool(capsys, node, paths, tools, initramfs):
+    node.tools = set(tools)
+    result = run(capsys, paths, 't4')
+    blacklist = os.path.join(paths['modprobe_dir'], 'blacklist-nouveau.conf')
+    assert 'failed' not in result and 'blacklist nouveau' in read(blacklist)
+    assert ('update-initramfs -u' in result['actions']) is initramfs
+    gone = run(capsys, paths, 't4', state='absent')
+    assert 'failed' not in gone and not os.path.exists(blacklist) and ('update-initramfs -u' in gone['actions']) is initramfs
+    assert any(call[0] == 'update-initramfs' for call in node.calls) is initramfs
+
+
+def test_installed_driver_not_loaded_yet(capsys, node, paths, warnings):
+    # modprobe fails (a container; a node waiting for its reboot): the driver is installed but does not work.
+    node.modprobe_error = "modprobe: ERROR: could not insert 'nvidia': Operation not permitted"  # constructed
+    first = run(capsys, paths, 't4')
+    assert first['packages'] == DEBIAN_PACKAGES and first['reboot_required'] is True
+    # Its version is the installed package's (nvidia-smi and /proc know none yet).
+    assert (first['driver']['loaded'], first['driver']['version'], first['driver']['branch']) == (False, '535.261.03', '535')
+    for check_mode in (True, False):
+        again = run(capsys, paths, 't4', _ansible_check_mode=check_mode)
+        # Nothing to install: the role does not refresh the package lists for it.
+        assert again['packages'] == [] and not any(action.startswith('apt-get') for action in again['actions'])
+        assert again['driver']['version'] == '535.261.03' and again['driver']['source'] == 'package'
+
+
+def test_pre_installed_driver_of_another_version_fails(capsys, node, paths):
+    node.smi_fixture = 'h200-x1'
+    result = run(capsys, paths, 'h200-x1', version='570')
+    assert result['failed'] is True and 'NVIDIA driver 580.159.04, not the requested version 570, and this module did not install it' in result['msg']
+    assert 'state=validated' in result['msg'] and result['driver']['source'] == 'none' and node.calls == []
+
+
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_upgrade_of_the_driver_this_module_installed(capsys, node, paths, warnings, check_mode):
+    node.proc_modules = os.path.join(paths['procfs_root'], 'modules')
+    run(capsys, paths, 't4')  # installs; nvidia-smi then serves the t4 capture: driver 515.105.01, modules loaded
+    blacklist = os.path.join(paths['modprobe_dir'], 'blacklist-nouveau.conf')
+    record = read(paths['record_file'])
+    node.calls = []
+    result = run(capsys, paths, 't4', version='550', _ansible_check_mode=check_mode)
+    pinned = ['nvidia-driver=550.*', 'nvidia-kernel-dkms=550.*', 'nvidia-smi=550.*', 'nvidia-persistenced']
+    assert result['changed'] is True and result['packages'] == pinned and result['reboot_required'] is True
+    assert result['actions'] == [
+        'apt-mark unhold ' + ' '.join(sorted(DEBIAN_PACKAGES)),  # as the record keeps them
+        "apt-get install -y --no-install-recommends --allow-downgrades 'nvidia-driver=550.*' 'nvidia-kernel-dkms=550.*' "
+        "'nvidia-smi=550.*' nvidia-persistenced",
+        'apt-mark hold ' + ' '.join(DEBIAN_PACKAGES), 'write ' + paths['record_file']]
+    assert any('loaded kernel module stays 515.105.01 until the node reboots' in w for w in warnings)
+    if check_mode:
+        assert read(paths['record_file']) == record and node.held == set(DEBIAN_PACKAGES)
+        assert [call[0] for call in node.calls] == ['dpkg-query', 'apt-mark', 'systemctl']
+        return
+    # The new version is the installed one; the old module stays loaded until the reboot.
+    assert (result['driver']['version'], result['driver']['branch'], result['driver']['loaded']) == ('550.163.01', '550', True)
+    assert node.versions['nvidia-driver'] == '550.163.01-2' and node.held == set(DEBIAN_PACKAGES)
+    after = json.loads(read(paths['record_file']))
+    assert after['packages'] == pinned and after['held'] == sorted(DEBIAN_PACKAGES) and after['files'] == {blacklist: None}
+    gone = run(capsys, paths, 't4', state='absent')
+    assert 'failed' not in gone and node.installed == {'bash', 'linux-headers-6.1.0-28-amd64'} and not os.path.exists(blacklist)
