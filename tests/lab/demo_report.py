@@ -10,7 +10,7 @@ import sys
 
 from kubernetes import client, config
 
-COLUMNS = ('node', 'GPU', 'deploy.driver', 'labels', 'runtime', 'nvidia.com/gpu')
+COLUMNS = ('node', 'GPU', 'deploy.driver', 'driver-ready', 'labels', 'runtime', 'nvidia.com/gpu')
 
 
 def rows(nodes: list, kubelet: dict) -> list[tuple]:
@@ -25,7 +25,7 @@ def rows(nodes: list, kubelet: dict) -> list[tuple]:
         count = labels.get('nvidia.com/gpu.count')
         capacity = (node.status.capacity or {}).get('nvidia.com/gpu', '0')
         table.append((name, '%s x %s' % (count, product) if count else product,
-                      labels.get('nvidia.com/gpu.deploy.driver', '-'),
+                      labels.get('nvidia.com/gpu.deploy.driver', '-'), 'yes' if kubelet[name]['driver_ready'] else 'no',
                       str(sum(1 for key in labels if key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/')))),
                       'registered' if kubelet[name]['runtime_registered'] else 'missing', capacity))
     return table

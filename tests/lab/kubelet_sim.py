@@ -5,7 +5,10 @@ simulator does the kubelet's part of that, and only when a real kubelet would ge
   1. the device plugin DaemonSet exists and its nodeSelector matches the Node's labels (the labels stage ran),
   2. the node's real containerd has the DaemonSet's runtime handler (`containerd config dump`: the toolkit stage
      registered it; the Pod runs with that RuntimeClass),
-  3. the node's nvidia-smi lists GPUs (`-L`, else `-q -x`; in the lab the simulator serving captured fixtures).
+  3. the driver stage validated the driver (/run/nvidia/validations/driver-ready, which the device plugin's
+     init containers wait for; toolkit-ready is not required: the lab cannot install nvidia-container-runtime, as
+     the toolkit stage reports),
+  4. the node's nvidia-smi lists GPUs (`-L`, else `-q -x`; in the lab the simulator serving captured fixtures).
 It then sets the Node's status capacity/allocatable `nvidia.com/gpu` to the number of GPUs listed (times the
 time-slicing replicas the Node is labelled with), and removes it when a condition fails, printing why.
 It never runs the device plugin and never claims the Pod ran: the Pod objects stay as the stand-in has them.
@@ -25,6 +28,7 @@ from kubernetes import client, config
 
 RESOURCE = 'nvidia.com/gpu'
 DAEMONSET = 'nvidia-device-plugin-daemonset'
+DRIVER_READY = '/run/nvidia/validations/driver-ready'
 
 
 def node_exec(node: str, *argv: str) -> subprocess.CompletedProcess:
@@ -54,7 +58,7 @@ def xml_gpu_count(report: str) -> int:
 
 def list_gpus(node: str, nvidia_smi: str) -> tuple[int, str]:
     """(GPUs the node's nvidia-smi lists, error text); some fixtures hold only `-q -x`, not `-L`."""
-    listed, smi_error = list_gpus(node, nvidia_smi)
+    listing = node_exec(node, nvidia_smi, '-L')
     if listing.returncode == 0:
         return gpu_count(listing.stdout), ''
     report = node_exec(node, nvidia_smi, '-q', '-x')
@@ -81,6 +85,7 @@ def reflect(core, apps, namespace: str, node: str, nvidia_smi: str) -> dict:
     handler = pod.runtime_class_name if pod else 'nvidia'
     found = {
         'runtime_registered': dump.returncode == 0 and handler in runtime_handlers(dump.stdout),
+        'driver_ready': node_exec(node, 'test', '-f', DRIVER_READY).returncode == 0,
         'gpus_listed': listed,
         'capacity': 0,
     }
@@ -92,11 +97,15 @@ def reflect(core, apps, namespace: str, node: str, nvidia_smi: str) -> dict:
         found['why'] = 'containerd config dump failed: %s' % dump.stderr.strip()
     elif not found['runtime_registered']:
         found['why'] = 'containerd has no %r runtime handler (RuntimeClass of the device plugin)' % handler
+    elif not found['driver_ready']:
+        found['why'] = 'the driver is not validated (%s missing): see the driver stage' % DRIVER_READY
     elif not found['gpus_listed']:
         found['why'] = 'nvidia-smi lists no GPU: %s' % smi_error
     else:
-        found['capacity'] = found['gpus_listed'] * int(labels.get('nvidia.com/gpu.replicas', '1'))
-        found['why'] = 'device plugin would run: runtime %s registered, %d GPU(s) listed' % (handler, found['gpus_listed'])
+        replicas = int(labels.get('nvidia.com/gpu.replicas', '1'))  # 0: MIG on every GPU under mig.strategy none
+        found['capacity'] = found['gpus_listed'] * replicas
+        found['why'] = 'device plugin would run: runtime %s registered, %d GPU(s) listed x gpu.replicas %d' % (
+            handler, found['gpus_listed'], replicas)
     value = str(found['capacity']) if found['capacity'] else None  # None removes the resource, as a kubelet does
     core.patch_node_status(node, {'status': {'capacity': {RESOURCE: value}, 'allocatable': {RESOURCE: value}}})
     return found
