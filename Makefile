@@ -17,12 +17,13 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PYTHONPATH := $(BUILD)/collections:$(CURDIR)
 
-.PHONY: help setup host venv collections images test demo demo-down clean
+.PHONY: help setup host venv collections images test demo demo-down bench clean
 
 help:
 	@echo "make demo       run playbooks/site.yml against the built-in lab and print a per-node summary"
 	@echo "make test       run every test and quality gate (installs what it needs)"
 	@echo "make demo-down  stop the lab nodes and the API stand-in left by make demo"
+	@echo "make bench      time site.yml on 1-8 lab nodes and the modules; writes bench/results/ (not in make test)"
 	@echo "make clean      remove .build (venv, collections, caches); lab images stay in podman"
 
 setup: host venv collections
@@ -55,3 +56,14 @@ demo-down:
 
 clean:
 	rm -rf $(BUILD)
+
+BENCH_REQ_HASH := $(shell sha256sum bench/requirements.txt | cut -c1-12)
+BENCH_STAMP := $(VENV)/.bench-requirements-$(BENCH_REQ_HASH)
+
+bench: setup images $(BENCH_STAMP)
+	@$(PY) bench/site_bench.py $(BENCH_ARGS)
+
+# A new venv (requirements.txt changed) has no stamp: the bench packages go in again.
+$(BENCH_STAMP): bench/requirements.txt $(VENV_STAMP)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@touch $@
