@@ -16,12 +16,22 @@ class ContainerdCommandError(Exception):
     pass
 
 
-def default_config(module):
-    """Text of `containerd config default`, or None when containerd is not installed."""
+def _containerd(module, args):
+    """stdout of `containerd <args>`, or None when containerd is not installed."""
     binary = module.get_bin_path('containerd')
     if binary is None:
         return None
-    rc, out, err = module.run_command([binary, 'config', 'default'], environ_update=C_LOCALE)
+    rc, out, err = module.run_command([binary] + args, environ_update=C_LOCALE)
     if rc != 0:
-        raise ContainerdCommandError('%s config default failed (rc=%d): %s' % (binary, rc, (err or out).strip()))
+        raise ContainerdCommandError('%s %s failed (rc=%d): %s' % (binary, ' '.join(args), rc, (err or out).strip()))
     return out
+
+
+def default_config(module):
+    """Text of `containerd config default`, or None when containerd is not installed."""
+    return _containerd(module, ['config', 'default'])
+
+
+def config_dump(module, path):
+    """Text of `containerd --config <path> config dump`: containerd's own reading of the file and its imports."""
+    return _containerd(module, ['--config', path, 'config', 'dump'])

@@ -21,9 +21,9 @@ import re
 
 try:
     import tomlkit
-    from tomlkit.exceptions import ParseError
-    from tomlkit.items import String, Table, Whitespace
-    from tomlkit.container import OutOfOrderTableProxy
+    from tomlkit.exceptions import ParseError, TOMLKitError
+    from tomlkit.items import AoT, InlineTable, String, Table, Whitespace
+    from tomlkit.container import Container, OutOfOrderTableProxy
 except ImportError:  # the module reports the missing library via missing_required_lib
     tomlkit = None
 
@@ -37,18 +37,75 @@ FALLBACK_RUNTIMES = ('runc', 'crun')
 NVIDIA_PREFIX = 'nvidia'
 
 
+# An indented [header]: only text with one can meet the tomlkit bug _repair_indents works around.
+INDENTED_HEADER = re.compile(r'^[ \t]+\[', re.MULTILINE)
+# Where a document parsed from text without a final newline keeps that text (see parse and dumps).
+UNTERMINATED_ATTR = '_gpuops_unterminated'
+
+
 def parse(text, label='config'):
-    """Parse TOML text; invalid TOML raises ConfigError with line and column."""
+    """Parse TOML text; invalid TOML raises ConfigError with line and column.
+
+    The document remembers `label`, so that errors found in it later name the file.
+    Text without a final newline gets one: tomlkit would append new tables to its
+    last line. dumps() gives the text back as it was while nothing else changed.
+    """
+    terminated = text
+    if text and not text.endswith('\n'):
+        terminated += '\r\n' if '\r\n' in text else '\n'
     try:
-        return tomlkit.parse(text)
+        doc = tomlkit.parse(terminated)
     except ParseError as exc:
         # tomlkit counts columns from 0; editors and humans from 1.
         reason = re.sub(r' at line \d+ col \d+$', '', str(exc))
         raise ConfigError('%s: invalid TOML at line %d, column %d: %s' % (label, exc.line, exc.col + 1, reason))
+    except TOMLKitError as exc:  # a table defined twice, found after parsing, has no position
+        raise ConfigError('%s: invalid TOML: %s' % (label, exc))
+    except RecursionError:
+        raise ConfigError('%s: invalid TOML: nested too deeply' % label)
+    _repair_indents(doc, terminated)
+    if terminated != text:
+        setattr(doc, UNTERMINATED_ATTR, text)
+    return runtime_config.labelled(doc, label)
+
+
+def _header_tables(container):
+    """The tables of `container` written with a [header], in the order they are written."""
+    body = container.body if isinstance(container, Container) else container.value.body
+    for _key, item in body:
+        if isinstance(item, Table):
+            if not item.is_super_table():
+                yield item
+            for table in _header_tables(item):
+                yield table
+
+
+def _repair_indents(doc, text):
+    """Give indented [headers] the indentation they have in `text`.
+
+    tomlkit (0.11 to 0.15 at least) adds the indentation of an implicit parent's
+    first indented sub-table to the next ones, so every parse and dump would
+    indent them further and a file would change on every run.
+    """
+    if not INDENTED_HEADER.search(text) or tomlkit.dumps(doc) == text:
+        return
+    position = 0
+    for table in _header_tables(doc):
+        index = text.find('[%s]' % table.display_name, position) if table.display_name else -1
+        if index < 0:
+            continue
+        position = index + 1
+        indent = text[text.rfind('\n', 0, index) + 1:index]
+        if not indent.strip() and '\n' not in table.trivia.indent:
+            table.trivia.indent = indent
 
 
 def dumps(doc):
-    return tomlkit.dumps(doc)
+    text = tomlkit.dumps(doc)
+    original = getattr(doc, UNTERMINATED_ATTR, None)
+    if original is not None and text.startswith(original) and not text[len(original):].strip():
+        return original
+    return text
 
 
 def detect_version(doc):
@@ -59,7 +116,7 @@ def detect_version(doc):
         return 1
     version = doc['version']
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ConfigError('key "version" must be a positive integer, got %r' % (version,))
+        raise runtime_config.error(doc, 'key "version" must be a positive integer, got %r' % (version,))
     return int(version)
 
 
@@ -88,23 +145,143 @@ def _is_table(item):
     return isinstance(item, (Table, OutOfOrderTableProxy)) or (isinstance(item, dict) and not isinstance(item, String))
 
 
+def _child(container, key):
+    """The item at `key` in `container`, or None.
+
+    One lookup: each lookup of a table defined in pieces makes tomlkit build
+    and validate a proxy (deep copies), the bulk of the time on such files.
+    """
+    try:
+        return container[key]
+    except KeyError:
+        return None
+
+
 def get_table(doc, keys, create=False):
     """Walk to the table at `keys`; a non-table on the way raises ConfigError naming it.
 
-    Missing tables are created (as implicit super tables, so no empty headers
-    appear) when `create` is true, else None is returned.
+    Missing tables are created when `create` is true (as implicit super tables,
+    so no empty headers appear; inline in an inline table), else None is returned.
+    """
+    current = doc
+    for depth in range(len(keys)):
+        current = sub_table(doc, current, keys[:depth], keys[depth], create)
+        if current is None:
+            return None
+    return current
+
+
+def sub_table(doc, table, keys, key, create=False):
+    """The table at `key` in `table`, which is the table at `keys` of `doc`; see get_table."""
+    item = _child(table, key)
+    if item is None:
+        if not create:
+            return None
+        table[key] = tomlkit.inline_table() if isinstance(table, InlineTable) else tomlkit.table(is_super_table=True)
+        item = table[key]
+    if not _is_table(item):
+        raise runtime_config.error(doc, 'key %s must be a table, found %s' % (dotted(keys + (key,)), type(item).__name__))
+    return item
+
+
+def _entry_key(container, key):
+    """The Key object `key` has in `container`'s body (it says how the key was written), or None."""
+    if isinstance(container, Container):
+        body = container.body
+    elif isinstance(container, Table):
+        body = container.value.body
+    else:  # a table defined in several pieces: none of them is written with dotted keys here
+        return None
+    for entry, _item in body:
+        if entry is not None and entry.key == key:
+            return entry
+    return None
+
+
+def _placement(doc, keys):
+    """How a table added under `keys` must be written: (owner, relative keys, inline).
+
+    `owner` is the table whose dotted keys define the table at `keys` (a
+    [header] table added there would be rendered after the keys that follow
+    and take them over, so new content goes in as dotted keys of `owner`);
+    `inline` is true inside an inline table; (None, None, False) means a [header] table.
     """
     current = doc
     for depth, key in enumerate(keys):
-        if key not in current:
-            if not create:
-                return None
-            current[key] = tomlkit.table(is_super_table=True)
-        item = current[key]
-        if not _is_table(item):
-            raise ConfigError('key %s must be a table, found %s' % (dotted(keys[:depth + 1]), type(item).__name__))
-        current = item
-    return current
+        if isinstance(current, InlineTable):
+            return None, None, True
+        entry = _entry_key(current, key)
+        if entry is not None and entry.is_dotted():
+            return current, keys[depth:], False
+        current = _child(current, key)
+        if current is None:
+            return None, None, False
+    return None, None, isinstance(current, InlineTable)
+
+
+def _fresh(value):
+    """A new item with `value`'s value and none of its layout.
+
+    A value moved between a [header] table, an inline table and dotted keys
+    must not keep the old layout: one from an inline table has no line end,
+    and tomlkit before 0.15 would glue the next line to it.
+    """
+    return tomlkit.item(value.unwrap() if hasattr(value, 'unwrap') else value)
+
+
+def _inline_copy(item):
+    if not _is_table(item):
+        return _fresh(item)
+    inline = tomlkit.inline_table()
+    for key, value in item.items():
+        inline[key] = _inline_copy(value)
+    return inline
+
+
+def _leaves(table, path=()):
+    """(key path, value) of every value in `table` and its sub-tables (inline tables are values)."""
+    for key, value in table.items():
+        if isinstance(value, (Table, OutOfOrderTableProxy)):
+            for leaf in _leaves(value, path + (key,)):
+                yield leaf
+        else:
+            yield path + (key,), _fresh(value)
+
+
+def _before_headers(owner, key):
+    """True when every dotted key `key...` of `owner` comes before its first [header] table.
+
+    tomlkit before 0.13 appends them after the tables, where they belong to the last one.
+    """
+    body = owner.body if isinstance(owner, Container) else owner.value.body
+    headers = [index for index, (entry, item) in enumerate(body)
+               if isinstance(item, (Table, AoT)) and not (entry is not None and entry.is_dotted())]
+    dotted_keys = [index for index, (entry, _item) in enumerate(body) if entry is not None and entry.is_dotted() and entry.key == key]
+    return not headers or max(dotted_keys) < min(headers)
+
+
+def _takes_headers(doc, keys):
+    """True when a table added under `keys` can be written as a [header] table."""
+    owner, _relative, inline = _placement(doc, keys)
+    return owner is None and not inline
+
+
+def add_table(doc, keys, name, table):
+    """Add the complete `table` as `name` under the table at `keys` (created when missing).
+
+    It is written the way its surroundings are: a [header] table, an inline
+    table, or dotted keys of the table that holds the other dotted keys.
+    """
+    owner, relative, inline = _placement(doc, keys)
+    if owner is not None:
+        for path, value in _leaves(table):
+            owner.append(tomlkit.key(list(relative + (name,) + path)), value)
+        if not _before_headers(owner, relative[0]):
+            raise runtime_config.error(doc, '%s is written with dotted keys before [tables]; tomlkit %s would add %s after those '
+                                            'tables, which would take it over: write it as a [%s] table' % (
+                                                dotted(keys), tomlkit.__version__, name, dotted(keys)))
+    else:
+        get_table(doc, keys, create=True)[name] = _inline_copy(table) if inline else table
 
 
 def _is_literal(item):
@@ -172,11 +349,14 @@ def _delete(table, key):
 
 
 def default_runtime(doc, version):
-    table = get_table(doc, cri_keys(version) + ('containerd',))
+    keys = cri_keys(version) + ('containerd',)
+    table = get_table(doc, keys)
     if table is None:
         return None
     value = table.get('default_runtime_name')
-    return str(value) if isinstance(value, str) else None
+    if value is not None and not isinstance(value, str):
+        raise runtime_config.error(doc, 'key %s.default_runtime_name must be a string' % dotted(keys))
+    return None if value is None else str(value)
 
 
 def is_ours(name, ours):
@@ -196,14 +376,13 @@ def inherit_source(docs, version, ours):
             candidates.append(name)
             break
     candidates.extend(FALLBACK_RUNTIMES)
+    keys = runtimes_keys(version)
+    runtimes = [(doc, get_table(doc, keys)) for doc in docs]
     for name in candidates:
-        for doc in docs:
-            runtimes = get_table(doc, runtimes_keys(version))
-            if runtimes is not None and name in runtimes:
-                table = runtimes[name]
-                if not _is_table(table):
-                    raise ConfigError('key %s must be a table' % dotted(runtimes_keys(version) + (name,)))
-                return name, table, doc
+        for doc, table in runtimes:
+            source = sub_table(doc, table, keys, name) if table is not None else None
+            if source is not None:
+                return name, source, doc
     return None, None, None
 
 
@@ -212,7 +391,9 @@ def _new_runtime_table(source):
         table = tomlkit.table()
         table['runtime_type'] = DEFAULT_RUNTIME_TYPE
         return table
-    return copy.deepcopy(source if isinstance(source, Table) else _proxy_to_table(source))
+    if isinstance(source, Table) and not source.is_super_table():
+        return copy.deepcopy(source)
+    return _table_copy(source)
 
 
 def _unindent(table):
@@ -229,11 +410,11 @@ def _unindent(table):
     return table
 
 
-def _proxy_to_table(proxy):
-    # An out-of-order table (defined in pieces) is copied as one regular table.
+def _table_copy(source):
+    """A [header] table with the content of `source`, a table written in pieces, inline or with dotted keys."""
     table = tomlkit.table()
-    for key, value in proxy.items():
-        table[key] = copy.deepcopy(value)
+    for key, value in source.items():
+        table[key] = _table_copy(value) if isinstance(value, (Table, OutOfOrderTableProxy)) else _fresh(value)
     return table
 
 
@@ -242,27 +423,44 @@ def ensure_runtime(doc, version, name, binary, source, source_doc=None):
 
     A new runtime copies `source` (a runtime table of `source_doc`); copied within
     the same document its header is indented like the source's, otherwise not at all.
+    Where the runtimes are written inline or with dotted keys, so is the new one.
     """
-    runtimes = get_table(doc, runtimes_keys(version), create=True)
+    keys = runtimes_keys(version)
+    runtimes = get_table(doc, keys)
     changed = False
-    if name not in runtimes:
+    runtime = sub_table(doc, runtimes, keys, name) if runtimes is not None else None
+    if runtime is None:
         table = _new_runtime_table(source)
+        if not _takes_headers(doc, keys):
+            if not table.get('runtime_type'):
+                _set_value(table, 'runtime_type', DEFAULT_RUNTIME_TYPE)
+            if 'options' not in table:
+                table['options'] = tomlkit.table()
+            _set_value(table['options'], 'BinaryName', binary, style_from=(table,))
+            add_table(doc, keys, name, table)
+            return True
+        runtimes = get_table(doc, keys, create=True)
         same_doc = source_doc is doc and isinstance(source, Table)
         if not same_doc:
             _unindent(table)
         runtimes[name] = table
-        runtimes[name].trivia.indent = source.trivia.indent if same_doc else ''
+        runtime = runtimes[name]
+        runtime.trivia.indent = source.trivia.indent if same_doc else ''
         changed = True
-    runtime = get_table(doc, runtimes_keys(version) + (name,))
     runtime_type = runtime.get('runtime_type')
     if not runtime_type:
         changed |= _set_value(runtime, 'runtime_type', DEFAULT_RUNTIME_TYPE)
-    if 'options' not in runtime:
+    options = sub_table(doc, runtime, keys + (name,), 'options')
+    if options is None:
         options = tomlkit.table()
+        if not _takes_headers(doc, keys + (name,)):
+            _set_value(options, 'BinaryName', binary, style_from=(runtime,))
+            add_table(doc, keys + (name,), 'options', options)
+            return True
         runtime['options'] = options
-        runtime['options'].trivia.indent = runtime.trivia.indent
+        options = runtime['options']
+        options.trivia.indent = runtime.trivia.indent
         changed = True
-    options = get_table(doc, runtimes_keys(version) + (name, 'options'))
     changed |= _set_value(options, 'BinaryName', binary, style_from=(runtime,))
     return changed
 
@@ -295,7 +493,10 @@ def get_enable_cdi(doc, version):
     table = get_table(doc, cri_keys(version))
     if table is None or 'enable_cdi' not in table:
         return None
-    return bool(table['enable_cdi'])
+    value = table['enable_cdi']
+    if not isinstance(value, bool):
+        raise runtime_config.error(doc, 'key %s.enable_cdi must be true or false' % dotted(cri_keys(version)))
+    return value
 
 
 def set_enable_cdi(doc, version, value):
@@ -402,7 +603,7 @@ def imports_list(doc):
         return []
     value = doc['imports']
     if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
-        raise ConfigError('key imports must be an array of strings')
+        raise runtime_config.error(doc, 'key imports must be an array of strings')
     return [str(entry) for entry in value]
 
 

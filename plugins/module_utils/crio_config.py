@@ -22,7 +22,7 @@ except ImportError:  # the module reports the missing library via missing_requir
     tomlkit = None
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_config as toml
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import STATE_SUFFIX, Dialect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import STATE_SUFFIX, Dialect, error
 
 RUNTIME_KEYS = ('crio', 'runtime')
 RUNTIMES_KEYS = RUNTIME_KEYS + ('runtimes',)
@@ -57,12 +57,14 @@ class CrioDialect(Dialect):
         return toml.get_table(doc, RUNTIMES_KEYS + (name,)) is not None
 
     def set_runtime(self, doc, name, binary):
-        runtimes = toml.get_table(doc, RUNTIMES_KEYS, create=True)
-        if name not in runtimes:
-            runtimes[name] = tomlkit.table()
         runtime = toml.get_table(doc, RUNTIMES_KEYS + (name,))
+        new = runtime is None
+        if new:
+            runtime = tomlkit.table()
         _set(runtime, 'runtime_path', binary)
         _set(runtime, 'runtime_type', RUNTIME_TYPE)
+        if new:
+            toml.add_table(doc, RUNTIMES_KEYS, name, runtime)
 
     def remove_runtime(self, doc, name):
         runtimes = toml.get_table(doc, RUNTIMES_KEYS)
@@ -72,7 +74,9 @@ class CrioDialect(Dialect):
     def get_default(self, doc):
         table = toml.get_table(doc, RUNTIME_KEYS)
         value = table.get('default_runtime') if table is not None else None
-        return str(value) if isinstance(value, str) else None
+        if value is not None and not isinstance(value, str):
+            raise error(doc, 'key crio.runtime.default_runtime must be a string')
+        return None if value is None else str(value)
 
     def set_default(self, doc, name):
         if name is None:

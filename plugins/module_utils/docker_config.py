@@ -17,11 +17,29 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import ConfigError, Dialect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import ConfigError, Dialect, error, labelled
 
 DEFAULT_KEY = 'default-runtime'
 # nvidia-ctk and `dockerd` documentation both indent daemon.json by 4 spaces.
 DEFAULT_INDENT = 4
+
+
+class JsonObject(dict):
+    """A parsed JSON object; unlike a dict it can carry the name of its file (runtime_config.labelled)."""
+
+
+def _object_without_duplicates(pairs):
+    obj = JsonObject()
+    for key, value in pairs:
+        if key in obj:
+            # dockerd keeps the last one; rewriting the file would silently drop the other.
+            raise ConfigError('duplicate key %s' % json.dumps(key))
+        obj[key] = value
+    return obj
+
+
+def _no_constant(name):
+    raise ConfigError('%s is not valid JSON' % name)
 
 
 def _object(doc, key, create=False):
@@ -32,8 +50,13 @@ def _object(doc, key, create=False):
         doc[key] = {}
     value = doc[key]
     if not isinstance(value, dict):
-        raise ConfigError('key %s must be a JSON object, found %s' % (key, type(value).__name__))
+        raise error(doc, 'key %s must be a JSON object, found %s' % (key, _json_type(value)))
     return value
+
+
+def _json_type(value):
+    names = ((bool, 'a boolean'), (str, 'a string'), ((int, float), 'a number'), (list, 'an array'), (dict, 'an object'))
+    return next((name for types, name in names if isinstance(value, types)), 'null')
 
 
 def detect_indent(original):
@@ -47,14 +70,18 @@ class DockerDialect(Dialect):
 
     def parse(self, content, label):
         if not content.strip():
-            return {}
+            return labelled(JsonObject(), label)
         try:
-            doc = json.loads(content)
+            doc = json.loads(content, object_pairs_hook=_object_without_duplicates, parse_constant=_no_constant)
         except ValueError as exc:
             raise ConfigError('%s: invalid JSON at line %d, column %d: %s' % (label, exc.lineno, exc.colno, exc.msg))
+        except ConfigError as exc:
+            raise ConfigError('%s: invalid JSON: %s' % (label, exc))
+        except RecursionError:
+            raise ConfigError('%s: invalid JSON: nested too deeply' % label)
         if not isinstance(doc, dict):
-            raise ConfigError('%s: the top level must be a JSON object, found %s' % (label, type(doc).__name__))
-        return doc
+            raise ConfigError('%s: the top level must be a JSON object, found %s' % (label, _json_type(doc)))
+        return labelled(doc, label)
 
     def render(self, doc, original):
         # Compare serialisations, not dicts: in Python true == 1, in dockerd it is not.
@@ -72,7 +99,7 @@ class DockerDialect(Dialect):
         runtimes = _object(doc, 'runtimes', create=True)
         entry = runtimes.setdefault(name, {'path': binary, 'args': []})
         if not isinstance(entry, dict):
-            raise ConfigError('key runtimes.%s must be a JSON object, found %s' % (name, type(entry).__name__))
+            raise error(doc, 'key runtimes.%s must be a JSON object, found %s' % (name, _json_type(entry)))
         entry['path'] = binary
         entry.setdefault('args', [])
 
@@ -84,7 +111,7 @@ class DockerDialect(Dialect):
     def get_default(self, doc):
         value = doc.get(DEFAULT_KEY)
         if value is not None and not isinstance(value, str):
-            raise ConfigError('key %s must be a string, found %s' % (DEFAULT_KEY, type(value).__name__))
+            raise error(doc, 'key %s must be a string, found %s' % (DEFAULT_KEY, _json_type(value)))
         return value
 
     def set_default(self, doc, name):
@@ -95,7 +122,10 @@ class DockerDialect(Dialect):
 
     def get_cdi(self, doc):
         features = _object(doc, 'features')
-        return None if features is None else features.get('cdi')
+        value = None if features is None else features.get('cdi')
+        if value is not None and not isinstance(value, bool):
+            raise error(doc, 'key features.cdi must be true or false, found %s' % _json_type(value))
+        return value
 
     def set_cdi(self, doc, value):
         if value is None:

@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import all_runtime_names, runtime_entries
@@ -29,15 +30,34 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime
 STATE_SUFFIX = '.gpuops-nvidia-runtime.json'
 STATE_FORMAT = 1
 STATE_MODE = 0o600  # it may hold a copy of the config, which can carry registry credentials
+# Configs are a few KiB; anything near this is not one, and parsing it would take minutes.
+MAX_CONFIG_BYTES = 1024 * 1024
+# Where a parsed document keeps the name of the file it came from.
+LABEL_ATTR = '_gpuops_label'
 
 
 class ConfigError(Exception):
-    """A config cannot be handled; the message names the file position or key."""
+    """A config cannot be handled; the message names the file, and the position or key."""
+
+
+def labelled(doc, label):
+    """Remember that `doc` was parsed from file `label`, so that error() can name it."""
+    setattr(doc, LABEL_ATTR, label)
+    return doc
+
+
+def error(doc, message):
+    """A ConfigError about `doc`, naming its file when labelled() knows it."""
+    label = getattr(doc, LABEL_ATTR, None)
+    return ConfigError('%s: %s' % (label, message) if label else message)
 
 
 def text(data, label):
     if data is None:
         return ''
+    if data.startswith(b'\xef\xbb\xbf'):
+        # Invisible in an editor, and the TOML and JSON parsers report it as a bad first character.
+        raise ConfigError('%s: starts with a UTF-8 byte order mark; remove it' % label)
     try:
         return data.decode('utf-8')
     except UnicodeDecodeError as exc:
@@ -50,15 +70,53 @@ def to_bytes(value):
 
 # --- the undo record ---------------------------------------------------------
 
+# The undo record's keys and the types of their values (previous_enable_cdi is
+# whatever the config held); containerd's records also carry CONTAINERD_STATE_KEYS.
+STATE_KEYS = {'path': str, 'runtimes': list, 'files': dict, 'previous_default': (str, type(None)),
+              'previous_enable_cdi': object, 'enable_cdi_set': bool}
+CONTAINERD_STATE_KEYS = {'drop_in': (str, type(None)), 'import_added': bool, 'version_added': bool}
+FILE_RECORD_KEYS = {'existed': bool, 'original': (str, type(None)), 'written_sha256': str}
+
+
+def _key_problem(record, keys, where):
+    for key, types in sorted(keys.items()):
+        if key not in record:
+            return 'key %s%s is missing' % (where, key)
+        if not isinstance(record[key], types):
+            return 'key %s%s has the wrong type' % (where, key)
+    return None
+
+
+def _state_problem(state):
+    """What is wrong with a parsed undo record, or None."""
+    problem = _key_problem(state, STATE_KEYS, '')
+    if problem is None and any(key in state for key in CONTAINERD_STATE_KEYS):
+        problem = _key_problem(state, CONTAINERD_STATE_KEYS, '')
+    if problem is not None:
+        return problem
+    if not all(isinstance(name, str) for name in state['runtimes']):
+        return 'key runtimes must list names'
+    for name, record in sorted(state['files'].items()):
+        if not isinstance(record, dict):
+            return 'key files.%s must be an object' % name
+        problem = _key_problem(record, FILE_RECORD_KEYS, 'files.%s.' % name)
+        if problem is not None:
+            return problem
+    return None
+
+
 def load_state(data, label):
     if data is None:
         return None
     try:
         state = json.loads(data.decode('utf-8'))
-    except ValueError as exc:
+    except ValueError as exc:  # UnicodeDecodeError is one too
         raise ConfigError('%s: unreadable state file: %s' % (label, exc))
     if not isinstance(state, dict) or state.get('format') != STATE_FORMAT:
         raise ConfigError('%s: unknown state file format; remove it to start over' % label)
+    problem = _state_problem(state)
+    if problem:
+        raise ConfigError('%s: corrupt state file (%s); remove it to start over' % (label, problem))
     return state
 
 
@@ -66,13 +124,25 @@ def dump_state(state):
     return to_bytes(json.dumps(state, indent=2, sort_keys=True) + '\n')
 
 
+def _as_written(record, data):
+    return data is not None and files.sha256(data) == record['written_sha256']
+
+
+def _as_before(record, data):
+    """True when a file is (still, or again) what it was before we first wrote it."""
+    if not record['existed']:
+        return data is None
+    return data is not None and record['original'] is not None and data == to_bytes(record['original'])
+
+
 def intact(state, current):
-    """True when every file we wrote still has the bytes we wrote."""
-    for name, record in state['files'].items():
-        data = current.get(name)
-        if data is None or files.sha256(data) != record['written_sha256']:
-            return False
-    return True
+    """True when every file recorded is as we wrote it or as it was before.
+
+    The second happens when a run was interrupted between writing the record
+    and the file (the record is written first, see execute).
+    """
+    return all(_as_written(record, current.get(name)) or _as_before(record, current.get(name))
+               for name, record in state['files'].items())
 
 
 def usable_state(state, current, path, still_ours):
@@ -121,15 +191,14 @@ def next_state(state, path, first_facts, names, file_names, current, desired):
 
 
 def restore_files(result, state, undo):
-    """Absent with a record: give back each intact file's original, undo the others with `undo(name)`."""
+    """Absent with a record: give back the original of each file as we wrote it, undo the edited ones with `undo(name)`."""
     for name, record in state['files'].items():
         current = result.current.get(name)
-        is_intact = current is not None and files.sha256(current) == record['written_sha256']
-        if is_intact and not record['existed']:
+        if _as_written(record, current) and not record['existed']:
             result.desired[name] = None
-        elif is_intact and record['original'] is not None:
+        elif _as_written(record, current) and record['original'] is not None:
             result.desired[name] = to_bytes(record['original'])
-        else:
+        elif not _as_before(record, current):
             undo(name)
 
 
@@ -248,62 +317,130 @@ def plan_file(params, current, path, state_file, dialect):
     result = Plan(current)
     state = load_state(current.get(state_file), state_file)
     original = text(current.get(path), path)
-    doc = dialect.parse(original, path)
     if params['state'] == 'present':
-        entries = runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants'])
-        names = [name for name, _binary in entries]
-        state = usable_state(state, current, path, lambda recorded: any(dialect.has_runtime(doc, name) for name in recorded))
-        previous = state['runtimes'] if state else []
-        facts = dialect.apply_present(doc, entries, params['set_as_default'], params.get('enable_cdi', False),
-                                      set(names) | set(previous), stale=[name for name in previous if name not in names])
-        result.desired[path] = dialect.rendered(doc, original)
-        new_state = next_state(state, path, dict(facts, enable_cdi_set=False), names, [path], current, result.desired)
-        if new_state is not None:
-            new_state['enable_cdi_set'] = new_state['enable_cdi_set'] or (
-                params.get('enable_cdi', False) and facts['previous_enable_cdi'] is not True)
-            result.desired[state_file] = dump_state(new_state)
-        previous_default = new_state['previous_default'] if new_state else facts['previous_default']
+        names, previous_default, default = _plan_file_present(params, result, state, path, state_file, original, dialect)
     else:
         result.desired[state_file] = None
-        if state is not None and state.get('path') == path:
-            names = state['runtimes']
-            previous_default = state['previous_default']
-
-            def undo(name):
-                if current.get(name) is not None:
-                    dialect.apply_absent(doc, names, state)
-                    result.desired[name] = dialect.rendered(doc, original)
-            restore_files(result, state, undo)
-        else:
-            # No record: undo what can be recognised as ours, as nvidia-ctk does.
-            names = all_runtime_names(params['runtime_name'])
-            previous_default = None
-            if current.get(path) is not None:
-                dialect.apply_absent(doc, names)
-                result.desired[path] = dialect.rendered(doc, original)
-    after = result.desired[path]
-    result.result.update(
-        path=path,
-        runtimes=names,
-        previous_default_runtime=previous_default,
-        default_runtime=dialect.get_default(dialect.parse(text(after, path), path)) if after is not None else None,
-    )
+        names, previous_default, default = _plan_file_absent(params, result, state, path, original, dialect)
+    result.result.update(path=path, runtimes=names, previous_default_runtime=previous_default, default_runtime=default)
     return result
+
+
+def _plan_file_present(params, result, state, path, state_file, original, dialect):
+    current = result.current
+    doc = dialect.parse(original, path)
+    entries = runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants'])
+    names = [name for name, _binary in entries]
+    state = usable_state(state, current, path, lambda recorded: any(dialect.has_runtime(doc, name) for name in recorded))
+    previous = state['runtimes'] if state else []
+    facts = dialect.apply_present(doc, entries, params['set_as_default'], params.get('enable_cdi', False),
+                                  set(names) | set(previous), stale=[name for name in previous if name not in names])
+    result.desired[path] = dialect.rendered(doc, original)
+    new_state = next_state(state, path, dict(facts, enable_cdi_set=False), names, [path], current, result.desired)
+    if new_state is not None:
+        new_state['enable_cdi_set'] = new_state['enable_cdi_set'] or (
+            params.get('enable_cdi', False) and facts['previous_enable_cdi'] is not True)
+        result.desired[state_file] = dump_state(new_state)
+    previous_default = new_state['previous_default'] if new_state else facts['previous_default']
+    return names, previous_default, dialect.get_default(doc) if result.desired[path] is not None else None
+
+
+def _plan_file_absent(params, result, state, path, original, dialect):
+    current = result.current
+    if state is None or state.get('path') != path:
+        # No record: undo what can be recognised as ours, as nvidia-ctk does.
+        names = all_runtime_names(params['runtime_name'])
+        if current.get(path) is None:
+            return names, None, None
+        doc = dialect.parse(original, path)
+        dialect.apply_absent(doc, names)
+        result.desired[path] = dialect.rendered(doc, original)
+        return names, None, dialect.get_default(doc) if result.desired[path] is not None else None
+    names = state['runtimes']
+    undone = []
+
+    def undo(name):
+        if current.get(name) is not None:
+            doc = dialect.parse(original, path)
+            dialect.apply_absent(doc, names, state)
+            result.desired[name] = dialect.rendered(doc, original)
+            undone.append(doc)
+    restore_files(result, state, undo)
+    if result.desired[path] is None:
+        default = None
+    elif undone:
+        default = dialect.get_default(undone[0])
+    else:
+        # The file is its original again, whose default the record took when present first ran.
+        default = state['previous_default']
+    return names, state['previous_default'], default
 
 
 # --- I/O -----------------------------------------------------------------------
 
+# The directory lock this process holds from gather() to the end of execute().
+# A module process runs once; in-process callers (the unit tests) may leave one
+# behind when planning fails, and the next gather() lets it go.
+_lock = []
+
+
+def _unlock():
+    while _lock:
+        files.unlock(_lock.pop())
+
+
 def gather(paths):
-    """Current bytes of every file the module may touch."""
-    return dict((name, files.read_bytes(name)) for name in paths if name)
+    """Lock the directory of the first path, then read every file the module may touch.
+
+    The lock is held until execute() is done, so two runs on one node (two
+    plays, a retry racing a slow run) plan and write one after the other and
+    neither loses the other's update.
+    """
+    _unlock()
+    _lock.append(files.lock_directory(os.path.dirname(os.path.abspath(paths[0]))))
+    return dict((name, files.read_bytes(name, MAX_CONFIG_BYTES)) for name in paths if name)
+
+
+def _write_order(plan, path, state_file):
+    """The undo record is written before and removed after the files it describes.
+
+    So an interrupted run leaves either no change or a record of it: present
+    writes the record, the drop-in, then the config that imports it; absent
+    restores the config, removes the drop-in, then the record.
+    """
+    def rank(name):
+        written = plan.desired[name] is not None
+        if name == state_file:
+            return 0 if written else 4
+        if name == path:
+            return 2
+        return 1 if written else 3
+    return sorted(plan.changes(), key=rank)
+
+
+def _check_unchanged(plan):
+    """Fail when a file changed since gather() read it (someone else edited it meanwhile)."""
+    for name in sorted(plan.current):
+        if files.read_bytes(name, MAX_CONFIG_BYTES) != plan.current[name]:
+            raise files.FileError('%s changed while this run was planning; nothing was written, run again' % name)
 
 
 def execute(module, plan, path, state_file):
     """Write what the plan decided; nothing in check mode. Returns the module's result dict.
 
     `path` is the file whose backup is reported; the state file is bookkeeping,
-    left out of the diff and never backed up.
+    left out of the diff and never backed up. Temp files are made next to the
+    state file, which is never in a directory the runtime loads every file of
+    (CRI-O's drop-in directory); those a killed run left there are removed.
+    Releases gather()'s lock.
     """
+    try:
+        return _execute(module, plan, path, state_file)
+    finally:
+        _unlock()
+
+
+def _execute(module, plan, path, state_file):
     changes = plan.changes()
     out = dict(plan.result)
     out.update(changed=bool(changes), actions=plan.actions(), backup_file=None)
@@ -311,14 +448,19 @@ def execute(module, plan, path, state_file):
         out['diff'] = [files.diff_entry(name, plan.current.get(name), plan.desired[name]) for name in changes if name != state_file]
     if module.check_mode or not changes:
         return out
+    _check_unchanged(plan)
+    temp_dir = os.path.dirname(os.path.abspath(state_file))
     for name in changes:
+        for stale in files.stale_temp_files(name, temp_dir):
+            files.remove(module, stale)
+    for name in _write_order(plan, path, state_file):
         data = plan.desired[name]
         is_state = name == state_file
         backup = module.params.get('backup', False) and not is_state
         if data is None:
             backup_file = files.remove(module, name, backup=backup)
         else:
-            backup_file = files.write_atomic(module, name, data, backup=backup, mode=STATE_MODE if is_state else None)
+            backup_file = files.write_atomic(module, name, data, backup=backup, mode=STATE_MODE if is_state else None, temp_dir=temp_dir)
         if name == path and backup_file:
             out['backup_file'] = backup_file
     return out
