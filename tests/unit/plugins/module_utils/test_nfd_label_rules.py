@@ -9,7 +9,6 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import time
 
 import pytest
 
@@ -256,15 +255,3 @@ def test_local_feature_text_has_only_the_gfd_labels():
     assert lines[0].startswith('#') and 'nvidia.com/gpu.product=Tesla-T4' in lines and 'nvidia.com/mig.capable=false' in lines
     assert not any(line.startswith(('nvidia.com/gpu.deploy.', 'nvidia.com/gpu.present', 'feature.node')) for line in lines)
     assert local_feature_text(compute_labels(facts_of('cpu-only'))[0]) is None
-
-
-def test_compute_only_benchmark():
-    # The issue asks <= 0.3 s for the 8-GPU H100 node; no 8-GPU capture exists, so this times the captured
-    # 1-GPU H100 (three nvidia-smi runs of the simulator included), best of three.
-    def timed():
-        start = time.perf_counter()
-        compute_labels(facts_of('h100-sxm5-80gb-x1'), 'mixed', {'strategy': 'time-slicing', 'replicas': 4})
-        return time.perf_counter() - start
-
-    best = min(timed() for attempt in range(3))
-    assert best <= 0.3, best
