@@ -76,8 +76,7 @@ def _header_tables(container):
         if isinstance(item, Table):
             if not item.is_super_table():
                 yield item
-            for table in _header_tables(item):
-                yield table
+            yield from _header_tables(item)
 
 
 def _repair_indents(doc, text):
@@ -242,8 +241,7 @@ def _leaves(table, path=()):
     """(key path, value) of every value in `table` and its sub-tables (inline tables are values)."""
     for key, value in table.items():
         if isinstance(value, (Table, OutOfOrderTableProxy)):
-            for leaf in _leaves(value, path + (key,)):
-                yield leaf
+            yield from _leaves(value, path + (key,))
         else:
             yield path + (key,), _fresh(value)
 

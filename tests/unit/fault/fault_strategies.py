@@ -210,8 +210,8 @@ def containerd_cases(draw):
     if choices.chance(1, 6):
         top.append('debug.level = "info"')  # a dotted key at the top level
     if choices.chance(1, 6):
-        top += ['imports = [', '  %s, # drop-ins' % toml_string(choices.pick(['/etc/containerd/conf.d/*.toml', '/etc/containerd/extra.toml']),
-                                                                 literal), ']']
+        drop_in = toml_string(choices.pick(['/etc/containerd/conf.d/*.toml', '/etc/containerd/extra.toml']), literal)
+        top += ['imports = [', '  %s, # drop-ins' % drop_in, ']']
     tables = _cri_lines(choices, version, quoted_cri, indent, literal, top)
     if choices.chance(1, 6):
         tables += ['', '[metrics]', '%saddress = %s' % (indent, _value(choices))]

@@ -128,7 +128,7 @@ def _race(node, first, second, after_gather):
 def test_concurrent_runs_take_turns(capsys, tmp_path, case, module_name, first, second, before):
     top = tmp_path / 'node'
     serial = [_one_after_the_other(capsys, top, module_name, first, second, before),
-              _one_after_the_other(capsys, top, module_name, second, first, before)]
+              _one_after_the_other(capsys, top, module_name, first=second, second=first, before=before)]
     node = Node(top, module_name, before)
     node.prepare(capsys)
 
@@ -190,7 +190,7 @@ def test_without_lock_and_check_an_update_is_lost(capsys, tmp_path, monkeypatch,
     # The control: shows that the race above is real.
     top = tmp_path / 'node'
     serial = [_one_after_the_other(capsys, top, module_name, first, second, before),
-              _one_after_the_other(capsys, top, module_name, second, first, before)]
+              _one_after_the_other(capsys, top, module_name, first=second, second=first, before=before)]
     node = Node(top, module_name, before)
     node.prepare(capsys)
     monkeypatch.setattr(runtime_config, '_check_unchanged', lambda plan: None)
