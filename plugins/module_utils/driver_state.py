@@ -28,7 +28,7 @@ NVIDIA_MODULES = ('nvidia', 'nvidia_uvm', 'nvidia_modeset')
 UNLOAD_ORDER = ('nvidia_drm', 'nvidia_modeset', 'nvidia_uvm', 'nvidia')
 # The in-kernel drivers that claim NVIDIA GPUs before the NVIDIA module can (nova_core: Linux 6.15+).
 NOUVEAU_MODULES = ('nouveau', 'nova_core')
-SECURE_BOOT_VAR = os.path.join('firmware', 'efi', 'efivars', 'SecureBoot-8be4df61-93ca-11d2-aa0d-e39e2b8c0bbe')
+SECURE_BOOT_VAR = os.path.join('firmware', 'efi', 'efivars', 'SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c')
 VERSION = re.compile(r'^\d+(?:\.\d+){0,2}$')
 MISMATCH = 'Driver/library version mismatch'
 # Turing (device ids from 0x1e00) is the oldest generation the open kernel module supports; Blackwell (from 0x2900)
