@@ -78,9 +78,9 @@ gate_demo() {
   return $rc
 }
 
-passed=() failed=()
+passed=() failed=() failed_names=()
 record() {  # gate rc seconds
-  if (($2 == 0)); then passed+=("$1 ($3s)"); else failed+=("$1 ($3s)"); fi
+  if (($2 == 0)); then passed+=("$1 ($3s)"); else failed+=("$1 ($3s)") failed_names+=("$1"); fi
 }
 for spec in "${gates[@]}"; do
   IFS=+ read -r -a group <<<"$spec"
@@ -88,8 +88,8 @@ for spec in "${gates[@]}"; do
     echo
     echo "=== gate: $spec"
     start=$SECONDS
-    "gate_$spec"
-    record "$spec" $? $((SECONDS - start))
+    "gate_$spec" 2>&1 | tee "$build/gate-$spec.log"
+    record "$spec" "${PIPESTATUS[0]}" $((SECONDS - start))
     continue
   fi
   declare -A pids=()
@@ -107,6 +107,12 @@ for spec in "${gates[@]}"; do
     record "$g" "$rc" "$secs"
   done
   unset pids
+done
+# CI shows only the end of this output: the lines that say why each gate failed go last.
+for g in "${failed_names[@]}"; do
+  echo
+  echo "=== why $g failed (last error lines of .build/gate-$g.log)"
+  grep -aE 'fatal:|FAILED|ERROR|CRITICAL|Traceback|Error:|not found|failed=[1-9]|msg' "$build/gate-$g.log" | cut -c1-400 | tail -n 12
 done
 echo
 echo "=== passed: ${passed[*]:-none}"
