@@ -42,9 +42,9 @@ RUNTIME_PARAM_NAMES = ['nvidia', 'gpu', 'nv.idia', 'nv\u00eddia']
 BINARIES = ['/usr/bin/nvidia-container-runtime', "/opt/my bin/nvidia'rt", '/usr/local/nvidia/toolkit/nvidia-container-runtime\u00e9']
 VARIANT_SETS = [[], [], [], [], ['cdi'], ['legacy'], ['legacy', 'cdi']]
 # How often each layout of the CRI table (see _cri_lines) and of a runtime's options (see _runtime_lines) comes up.
-LAYOUTS = [0] * 24 + [1, 2, 2, 3, 3, 3, 3, 4]
-CRIO_LAYOUTS = [0] * 12 + [1, 2, 2, 2, 3]
-OPTION_STYLES = [0] * 8 + [1, 1, 1, 2]
+LAYOUTS = [0] * 40 + [1, 2, 2, 3, 3, 3, 3, 4]
+CRIO_LAYOUTS = [0] * 16 + [1, 2, 2, 2, 3]
+OPTION_STYLES = [0] * 12 + [1, 1, 1, 2]
 
 
 class Choices(object):
@@ -103,7 +103,7 @@ def module_options(choices, version_one=False):
         variants=list(choices.pick(VARIANT_SETS)),
         set_as_default=choices.chance(1, 2),
         enable_cdi=choices.chance(1, 2),
-        drop_in=None if version_one or not choices.chance(1, 6) else '/etc/containerd/conf.d/99-nvidia.toml',
+        drop_in=None if version_one or not choices.chance(1, 8) else '/etc/containerd/conf.d/99-nvidia.toml',
     )
 
 

@@ -5,9 +5,9 @@
 
 """Two runs of one module on one node at once: the directory lock makes them take turns.
 
-Two forked processes run the module on the same files, each holding on for a
-moment after reading them, so the second starts while the first is still
-planning. The node must end as after one of the two runs one after the
+Two forked processes run the module on the same files; the first to get the
+lock holds it until the other is trying to get it too, so the two really run
+at once. The node must end as after one of the two runs one after the
 other (no lost update), with an undo record that absent turns back into the
 original files byte for byte. Without the lock, the check execute() makes
 before writing refuses the run that read stale files; without both, the same
@@ -34,7 +34,6 @@ from tests.unit.fault.fault_support import count, snapshot
 from tests.unit.fault.test_hostile_inputs import MODULES
 
 FORK = multiprocessing.get_context('fork')
-HOLD = 0.3  # seconds each run waits after reading its files
 TIMEOUT = 60
 
 RACES = [
@@ -85,13 +84,18 @@ def _one_after_the_other(capsys, top, module_name, first, second, before):
     return after
 
 
-def _child(node, args, go, after_gather, report):
-    """Body of a racing process: run the module once go is set; send its result and timings through `report`."""
+def _child(node, args, go, hooks, report):
+    """Body of a racing process: run the module once go is set; send its result and timings through `report`.
+
+    `hooks` run before and after gather() (which takes the lock and reads the files).
+    """
+    before_gather, after_gather = hooks
     times = {}
     real_gather = runtime_config.gather
 
     def gather(paths):
         times['entered'] = time.monotonic()
+        before_gather()
         current = real_gather(paths)
         times['read'] = time.monotonic()
         after_gather()
@@ -108,12 +112,19 @@ def _child(node, args, go, after_gather, report):
     report.send(dict(result=json.loads(sys.stdout.getvalue()), times=times))
 
 
-def _race(node, first, second, after_gather):
-    """Run `first` and `second` in two processes at once; their results and timings."""
+def _nothing():
+    pass
+
+
+def _race(node, first, second, hooks):
+    """Run `first` and `second` in two processes at once; their results and timings.
+
+    `hooks` has (before, after) gather() for each.
+    """
     go = FORK.Event()
     pipes = [FORK.Pipe(duplex=False) for _run in (first, second)]
     processes = [FORK.Process(target=_child, args=(node, args, go, hook, pipe[1]))
-                 for args, hook, pipe in zip((first, second), after_gather, pipes)]
+                 for args, hook, pipe in zip((first, second), hooks, pipes)]
     for process in processes:
         process.start()
     go.set()
@@ -132,7 +143,10 @@ def test_concurrent_runs_take_turns(capsys, tmp_path, case, module_name, first, 
     node = Node(top, module_name, before)
     node.prepare(capsys)
 
-    reports = _race(node, first, second, [lambda: time.sleep(HOLD)] * 2)
+    # Whichever run gets the lock first holds it until the other is trying to get it too.
+    trying = [FORK.Event(), FORK.Event()]
+    reports = _race(node, first, second, [(trying[0].set, lambda: trying[1].wait(TIMEOUT)),
+                                          (trying[1].set, lambda: trying[0].wait(TIMEOUT))])
 
     assert [report['result'].get('failed') for report in reports] == [None, None], reports
     # Both were running at once: each entered gather() before the other finished ...
@@ -165,7 +179,7 @@ def _interleaved(node, monkeypatch, first, second):
         finally:
             first_done.set()
     monkeypatch.setattr(runtime_config, 'execute', execute)
-    return _race(node, first, second, [first_hook, second_hook])
+    return _race(node, first, second, [(_nothing, first_hook), (_nothing, second_hook)])
 
 
 CONTROLS = RACES[:1] + RACES[2:3]
