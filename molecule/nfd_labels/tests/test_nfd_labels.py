@@ -16,9 +16,11 @@ import kubernetes
 
 # Per node: the GPU fixture's product and family (tests/lab/images/recipe.toml mounts it), whether
 # node_feature_discovery_nfd_enabled is set (molecule.yml), and labels prepare.yml or host_vars make special.
+# The H100 and A100 captures' /proc shows their driver loaded, so the role itself labels it pre-installed.
 EXPECTED = {
-    'nfd_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', True, {}),
-    'nfd_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere', False, {'nvidia.com/mig.strategy': 'single'}),
+    'nfd_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', True, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
+    'nfd_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere', False,
+                          {'nvidia.com/mig.strategy': 'single', 'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
     # The T4 is not MIG capable: no mig-manager; prepare.yml marked its driver pre-installed, which the role keeps.
     'nfd_labels-sid': ('Tesla-T4', 'turing', False, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
 }
