@@ -1,0 +1,180 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The gpu_node_doctor module on the captured fixtures, with the node's commands replaced by scripts on PATH
+that print real containerd output (doctor_data/) and record how they were called."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+import os
+import socket
+import stat
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_node_doctor
+from tests.module_runner import run_module
+from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
+
+DATA = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'doctor_data')
+
+
+def script(directory, name, body):
+    path = directory / name
+    path.write_text('#!/bin/sh\n' + body)
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+
+
+@pytest.fixture
+def node(tmp_path, monkeypatch):
+    """A PATH holding only the node commands the module may run; calls are logged to calls.log."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    log = tmp_path / 'calls.log'
+    for name in ('journalctl', 'dmesg'):
+        script(bin_dir, name, 'echo "%s $* LC_ALL=$LC_ALL" >> %s\necho "%s: permission denied" >&2\nexit 1\n' % (name, log, name))
+    # The runtime became active now (monotonic seconds since boot, in microseconds).
+    systemctl(tmp_path, 'read up rest < /proc/uptime; echo "ActiveEnterTimestampMonotonic=${up%.*}000000"')
+    monkeypatch.setenv('PATH', str(bin_dir))
+    # get_bin_path also looks in the sbin directories: keep the real ones out of the way.
+    monkeypatch.setattr('ansible.module_utils.basic.get_bin_path', _only_in(bin_dir))
+    return tmp_path
+
+
+def systemctl(node, timestamp):
+    script(node / 'bin', 'systemctl', 'echo "systemctl $*" >> %s\nprintf "LoadState=loaded\\nActiveState=active\\n"\n%s\n'
+           % (node / 'calls.log', timestamp))
+
+
+def _only_in(bin_dir):
+    def get_bin_path(arg, opt_dirs=None, required=None):
+        path = os.path.join(str(bin_dir), arg)
+        if os.path.exists(path):
+            return path
+        raise ValueError('Failed to find required executable "%s"' % arg)
+    return get_bin_path
+
+
+def containerd(node, dump):
+    script(node / 'bin', 'containerd', 'echo "containerd $* LC_ALL=$LC_ALL" >> %s\n/bin/cat %s\n' % (node / 'calls.log', os.path.join(DATA, dump)))
+
+
+def run(capsys, monkeypatch, node, fixture='h200-x1', **args):
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, fixture))
+    config = node / 'config.toml'
+    if not config.exists():
+        config.write_text('version = 2\n')
+        # Written well before the runtime started.
+        os.utime(str(config), (config.stat().st_mtime - 1000,) * 2)
+    root = os.path.join(GPUS, fixture)
+    args = dict(dict(sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
+                     containerd_config=str(config), device_plugin_dir=str(node)), **args)
+    return run_module(capsys, gpu_node_doctor.main, args)
+
+
+def checks(result):
+    return [(item['check'], item['severity']) for item in result['findings']]
+
+
+def test_configured_containerd_on_a_working_driver(capsys, monkeypatch, node):
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    result = run(capsys, monkeypatch, node, runtime='containerd')
+    # This machine has no /usr/bin/nvidia-container-runtime, and no readable kernel log.
+    assert checks(result) == [('runtime-binary-missing', 'error'), ('kernel-log-unreadable', 'info')]
+    assert result['changed'] is False
+    facts = result['facts']
+    assert facts['driver_version'] == '580.159.04' and facts['kernel_module_type'] == 'open' and facts['gpu_names'] == ['NVIDIA H200']
+    assert facts['runtime_status']['configured'] == {'nvidia': '/usr/bin/nvidia-container-runtime'}
+    assert facts['runtime_status']['config_files'] == {str(node / 'config.toml'): os.stat(str(node / 'config.toml')).st_mtime}
+    calls = (node / 'calls.log').read_text().splitlines()
+    assert 'containerd --config %s config dump LC_ALL=C' % (node / 'config.toml') in calls
+    assert 'journalctl -k -b -q --no-pager -o short-monotonic -n 20000 LC_ALL=C' in calls and 'dmesg  LC_ALL=C' in calls
+    assert any(call.startswith('systemctl show containerd.service') for call in calls)
+
+
+def test_check_mode_reads_the_same(capsys, monkeypatch, node):
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    normal = run(capsys, monkeypatch, node, runtime='containerd')
+    checked = run(capsys, monkeypatch, node, runtime='containerd', _ansible_check_mode=True)
+    assert checked['findings'] == normal['findings'] and checked['changed'] is False
+
+
+def test_runtime_not_restarted_since_the_config_changed(capsys, monkeypatch, node):
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    # Active since boot, the config written after that.
+    systemctl(node, 'echo ActiveEnterTimestampMonotonic=1')
+    (node / 'config.toml').write_text('version = 2\n')
+    found = run(capsys, monkeypatch, node, runtime='containerd')['findings'][1]
+    assert found['check'] == 'runtime-not-reloaded' and found['fix'] == 'restart it: systemctl restart containerd'
+    assert found['summary'].startswith('%s changed after containerd.service started' % (node / 'config.toml'))
+
+
+def test_runtime_not_configured(capsys, monkeypatch, node):
+    containerd(node, 'containerd-1.7-debian.toml')
+    result = run(capsys, monkeypatch, node, runtime='containerd')
+    found = result['findings'][0]
+    assert (found['check'], found['evidence']) == ('runtime-not-configured', ['containerd config dump lists the runtimes: runc'])
+
+
+def test_containerd_failing(capsys, monkeypatch, node):
+    script(node / 'bin', 'containerd', 'echo "containerd: failed to load TOML: invalid character" >&2\nexit 1\n')
+    found = run(capsys, monkeypatch, node, runtime='containerd')['findings'][0]
+    assert found['check'] == 'runtime-config-unreadable' and 'failed to load TOML' in found['evidence'][0]
+
+
+def test_no_runtime(capsys, monkeypatch, node):
+    result = run(capsys, monkeypatch, node)
+    assert checks(result)[0] == ('runtime-not-found', 'error') and result['facts']['runtime'] is None
+
+
+def test_docker_configured_but_not_running_it(capsys, monkeypatch, node):
+    daemon_json = node / 'daemon.json'
+    daemon_json.write_text('{"runtimes": {"nvidia": {"path": "%s", "args": []}}}' % SIMULATOR)
+    script(node / 'bin', 'docker', 'echo \'{"runc":{"path":"runc"}}\'\n')
+    result = run(capsys, monkeypatch, node, runtime='docker', docker_config=str(daemon_json))
+    assert checks(result)[0] == ('runtime-not-reloaded', 'error')
+    assert result['findings'][0]['fix'] == 'restart it: systemctl restart docker'
+
+
+def test_device_plugin_sockets(capsys, monkeypatch, node):
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    kubelet = socket.socket(socket.AF_UNIX)
+    kubelet.bind(str(node / 'kubelet.sock'))
+    try:
+        sockets = run(capsys, monkeypatch, node, runtime='containerd')['facts']['device_plugin_sockets']
+    finally:
+        kubelet.close()
+    assert sockets == {str(node / 'kubelet.sock'): True, str(node / 'nvidia-gpu.sock'): False}
+
+
+def test_cpu_node(capsys, monkeypatch, node):
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    result = run(capsys, monkeypatch, node, fixture='cpu-only', runtime='containerd')
+    assert ('no-gpu', 'info') in checks(result) and result['facts']['pci_gpus'] == 0
+
+
+def test_bad_resource_name_fails(capsys, monkeypatch, node):
+    result = run(capsys, monkeypatch, node, runtime='containerd', resource_name='gpu')
+    assert result['failed'] is True and 'resource_name must be an extended resource name' in result['msg']
+
+
+@pytest.mark.parametrize('name, args', [('no-runtime', {}), ('containerd', {'runtime': 'containerd'})])
+def test_agrees_with_the_run_on_a_real_h200(capsys, monkeypatch, node, name, args):
+    """module-results/ holds the module's output on a real H200 (no container runtime, no journal: dmesg only)."""
+    with open(os.path.join(GPUS, 'h200-x1', 'module-results', 'gpu_node_doctor-%s.json' % name)) as stream:
+        real = json.load(stream)
+    kernel_log = node / 'dmesg.txt'
+    kernel_log.write_text('\n'.join(real['facts']['kernel_log']['lines']) + '\n')
+    script(node / 'bin', 'dmesg', '/bin/cat %s\n' % kernel_log)
+    # As there: no containerd unit, no containerd config.
+    script(node / 'bin', 'systemctl', 'echo LoadState=not-found\n')
+    result = run(capsys, monkeypatch, node, containerd_config=str(node / 'absent.toml'), **args)
+    assert result['findings'] == real['findings']
+    # Where the binaries and sockets are differs between that host and this test's stand-ins.
+    for facts in (result['facts'], real['facts']):
+        del facts['nvidia_smi'], facts['device_plugin_sockets']
+    assert result['facts'] == real['facts']
