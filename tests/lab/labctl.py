@@ -377,15 +377,23 @@ def cmd_status(_args: argparse.Namespace, _recipe: dict) -> int:
 # ---------------------------------------------------------------- molecule
 
 def molecule_platforms(recipe: dict, scenario: str) -> str:
-    """The molecule podman-driver platforms for every distro, as YAML lines.
+    """The molecule podman-driver platforms, as YAML lines: one per distro, or per distro the recipe's
+    [molecule.<scenario>] `distros` lists.
 
     A distro given a GPU fixture in the recipe's [molecule.<scenario>.fixtures] gets the mounts of
     `up --fixture`, from the checkout molecule runs in (molecule expands ${MOLECULE_PROJECT_DIRECTORY}).
     """
-    fixtures = recipe.get('molecule', {}).get(scenario, {}).get('fixtures', {})
+    settings = recipe.get('molecule', {}).get(scenario, {})
+    fixtures = settings.get('fixtures', {})
+    distros = settings.get('distros', list(recipe['distro']))
+    unknown = sorted(set(distros) - set(recipe['distro']))
+    if unknown:
+        raise LabError(f'[molecule.{scenario}] distros: no such distro in the recipe: {", ".join(unknown)}')
     checkout = '${MOLECULE_PROJECT_DIRECTORY}'
     lines = [MOLECULE_BEGIN, '# from tests/lab/images/recipe.toml; edit that, then rerun the command']
     for distro, values in recipe['distro'].items():
+        if distro not in distros:
+            continue
         opts = list(values['run'])
         if distro in fixtures:
             opts += fixture_volumes(f'{checkout}/{(FIXTURES_DIR / fixtures[distro]).relative_to(REPO)}',
