@@ -377,7 +377,7 @@ def label_findings(node_name, node, expected):
         return []
     metadata = node.get('metadata') or {}
     current = metadata.get('labels') or {}
-    plan = nfd_node_labels.reconcile(current, nfd_node_labels.owned_keys(metadata.get('annotations')), expected)
+    plan = nfd_node_labels.reconcile(current, nfd_node_labels.owned_labels(metadata.get('annotations')), expected)
     found = []
     if plan['added']:
         found.append(finding('labels-missing', 'error', 'the Node lacks %d GPU label(s), so the operands are not scheduled there' % len(plan['added']),

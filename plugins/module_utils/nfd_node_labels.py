@@ -18,39 +18,51 @@ import json
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_label_rules import DEPLOY, NFD, PRESENT
 
-# The Node annotation listing the label keys this module set (JSON list), so that stale ones and
-# state=absent remove exactly ours.
+# The Node annotation recording the labels this module set and the value it set each to (a JSON
+# object; a JSON list of keys from earlier releases still reads), so that stale ones and
+# state=absent remove exactly ours, and a value someone changed since is theirs.
 OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
 # Computed labels live under these prefixes; extra_labels may name others (the user asked for them).
 OWNED_PREFIXES = ('nvidia.com/gpu.', 'nvidia.com/cuda.', 'nvidia.com/mig', 'nvidia.com/mps.', NFD + 'pci-', NFD + 'kernel-version.',
                   NFD + 'system-os_release.')
 
 
-def owned_keys(annotations):
-    """The label keys recorded in the ownership annotation ([] when absent or unreadable)."""
+def owned_labels(annotations):
+    """{key: the value we set} from the ownership annotation ({} when absent or unreadable; value None when the
+    annotation is an earlier release's list of keys)."""
     try:
-        keys = json.loads((annotations or {}).get(OWNED_ANNOTATION) or '[]')
+        recorded = json.loads((annotations or {}).get(OWNED_ANNOTATION) or '{}')
     except ValueError:
-        return []
-    return [key for key in keys if isinstance(key, str)] if isinstance(keys, list) else []
+        return {}
+    if isinstance(recorded, list):
+        return dict((key, None) for key in recorded if isinstance(key, str))
+    if isinstance(recorded, dict):
+        return dict((key, value) for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str))
+    return {}
 
 
 def reconcile(current, owned, desired, state='present'):
-    """Plan the label change: {labels (after), owned (after), added, updated, removed}.
+    """Plan the label change: {labels (after), owned (keys, after), owned_values ({key: value}, after), added, updated,
+    removed}; `owned` is owned_labels() of the Node.
 
-    present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value
-    already on the Node (pre-installed, paused-for-driver-upgrade, false: the Operator honours it)
-    and is no longer counted as ours;
-    a node that had gpu.present=true and no longer has a GPU gets gpu.present=false and loses its
-    deploy labels; owned labels no longer desired are removed. absent: remove the owned labels.
+    present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value already on the Node
+    (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
+    unless that value is the one we set; a node that had gpu.present=true and no longer has a GPU gets
+    gpu.present=false and loses its deploy labels; owned labels no longer desired are removed. absent: remove the
+    owned labels. A label whose value someone changed since we set it is theirs: neither removed nor counted as ours.
     """
     current = dict(current or {})
     after = dict(current)
-    owned = set(owned)
-    new_owned = set()
+    owned = dict(owned or {})
+
+    def still_ours(key):
+        return key in owned and owned[key] in (None, current.get(key))
+
+    new_owned = {}
     if state == 'absent':
         for key in owned:
-            after.pop(key, None)
+            if still_ours(key):
+                after.pop(key, None)
     else:
         desired = dict(desired)
         if PRESENT not in desired and current.get(PRESENT) == 'true':
@@ -59,16 +71,19 @@ def reconcile(current, owned, desired, state='present'):
                 if key.startswith(DEPLOY):
                     after.pop(key)
         for key, value in desired.items():
-            if key.startswith(DEPLOY) and value == 'true' and current.get(key) not in (None, '', 'true'):
+            found = current.get(key)
+            if key.startswith(DEPLOY) and value == 'true' and found not in (None, '', 'true') and owned.get(key) != found:
                 # Kept as found; whoever set that value owns the label from now on.
                 continue
             after[key] = value
-            new_owned.add(key)
-        for key in owned - set(desired):
-            after.pop(key, None)
+            new_owned[key] = value
+        for key in set(owned) - set(desired):
+            if still_ours(key):
+                after.pop(key, None)
     return dict(
         labels=after,
         owned=sorted(new_owned),
+        owned_values=new_owned,
         added=sorted(key for key in after if key not in current),
         updated=sorted(key for key in after if key in current and after[key] != current[key]),
         removed=sorted(key for key in current if key not in after),
@@ -76,12 +91,14 @@ def reconcile(current, owned, desired, state='present'):
 
 
 def merge_patch(current_owned, plan, resource_version):
-    """The JSON merge patch taking the Node from its current labels/annotation to the plan; None when nothing changes."""
-    labels = {key: plan['labels'].get(key) for key in plan['added'] + plan['updated'] + plan['removed']}
-    annotation = json.dumps(plan['owned'], separators=(',', ':')) if plan['owned'] else None
+    """The JSON merge patch taking the Node from its current labels/annotation to the plan; None when nothing changes.
+
+    current_owned is owned_labels() of the Node as read.
+    """
+    labels = dict((key, plan['labels'].get(key)) for key in plan['added'] + plan['updated'] + plan['removed'])
     annotations = {}
-    if plan['owned'] != sorted(current_owned):
-        annotations[OWNED_ANNOTATION] = annotation
+    if plan['owned_values'] != current_owned:
+        annotations[OWNED_ANNOTATION] = json.dumps(plan['owned_values'], sort_keys=True, separators=(',', ':')) if plan['owned_values'] else None
     if not labels and not annotations:
         return None
     metadata = {'resourceVersion': resource_version}
@@ -114,7 +131,7 @@ def apply(api, node_name, desired, state='present', check_mode=False):
     def attempt():
         metadata = read_node(api, node_name)['metadata']
         current = dict(metadata.get('labels') or {})
-        owned = owned_keys(metadata.get('annotations'))
+        owned = owned_labels(metadata.get('annotations'))
         plan = reconcile(current, owned, desired, state)
         patch = merge_patch(owned, plan, metadata.get('resourceVersion'))
         if patch is None:

@@ -28,9 +28,9 @@ description:
   - The facts come from O(sysfs_root), O(procfs_root), O(os_release_path) and three C(nvidia-smi) queries
     (C(-q -x), C(--query-gpu), C(-L)). When C(nvidia-smi) is missing or fails on a node whose PCI bus shows a GPU,
     the NFD and Operator labels are still computed and the failure is warned about.
-  - The module only changes labels under the prefixes it computes (plus O(extra_labels)); the keys it set are
-    recorded in the Node annotation C(gpuops.io/nfd-labels), so labels it set that no longer apply are removed
-    and O(state=absent) removes exactly those.
+  - The module only changes labels under the prefixes it computes (plus O(extra_labels)); the labels it set and their
+    values are recorded in the Node annotation C(gpuops.io/nfd-labels), so labels it set that no longer apply are
+    removed and O(state=absent) removes exactly those. A label whose value someone changed since is theirs and stays.
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)

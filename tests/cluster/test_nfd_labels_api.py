@@ -73,14 +73,15 @@ def test_apply_idempotence_stale_foreign_absent(kube_api, node, capsys, monkeypa
     assert again['changed'] is False and again['added'] == again['updated'] == again['removed'] == []
     assert node_meta(core, name)[2] == version, 'an unchanged run must not write'
 
-    # Someone marks the driver pre-installed; the node then carries a T4 instead: our stale labels go, theirs stay.
-    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.deploy.driver': 'pre-installed'}}},
+    # Someone turns the driver component off on this node; the node then carries a T4 instead: our stale labels go,
+    # the value they set stays.
+    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.deploy.driver': 'false'}}},
                     _content_type='application/merge-patch+json')
     swapped = run(capsys, monkeypatch, 't4', node_name=name, **auth)
     labels = node_meta(core, name)[0]
     assert {'nvidia.com/mig.strategy', 'nvidia.com/gpu.deploy.mig-manager'} <= set(swapped['removed'])
     assert 'nvidia.com/mig.strategy' not in labels and labels['nvidia.com/gpu.product'] == 'Tesla-T4'
-    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and labels['gpuops.test/foreign'] == 'keep-me'
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'false' and labels['gpuops.test/foreign'] == 'keep-me'
 
     checked = run(capsys, monkeypatch, 't4', node_name=name, state='absent', _ansible_check_mode=True, **auth)
     assert checked['changed'] is True and node_meta(core, name)[0] == labels, 'check mode must not write'
@@ -89,7 +90,20 @@ def test_apply_idempotence_stale_foreign_absent(kube_api, node, capsys, monkeypa
     labels, annotations = node_meta(core, name)[:2]
     assert gone['changed'] is True and OWNED_ANNOTATION not in annotations
     assert not any(key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-10de')) for key in labels if key != 'nvidia.com/gpu.deploy.driver')
-    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and labels['gpuops.test/foreign'] == 'keep-me'
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'false' and labels['gpuops.test/foreign'] == 'keep-me'
+
+
+def test_a_deploy_value_the_module_set_follows_the_node(kube_api, node, capsys, monkeypatch):
+    """The A100 capture shows its driver loaded (pre-installed); with the T4 capture, none is: the label the module
+    set goes to true, and state=absent removes it."""
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    run(capsys, monkeypatch, 'a100-sxm4-80gb-mig', node_name=name, **auth)
+    assert node_meta(core, name)[0]['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
+    swapped = run(capsys, monkeypatch, 't4', node_name=name, **auth)
+    assert 'nvidia.com/gpu.deploy.driver' in swapped['updated'] and node_meta(core, name)[0]['nvidia.com/gpu.deploy.driver'] == 'true'
+    run(capsys, monkeypatch, 't4', node_name=name, state='absent', **auth)
+    assert 'nvidia.com/gpu.deploy.driver' not in node_meta(core, name)[0]
 
 
 def test_diff_shows_labels_before_and_after(kube_api, node, capsys, monkeypatch):
