@@ -19,20 +19,13 @@ from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_cli, device_plugin_check, driver_state, files, gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import doctor_checks as checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.commands import run
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_detection import UNITS
 
 # Enough of the kernel log for a boot's worth of driver messages; the runtime's recent errors.
 KERNEL_LOG_LINES = 20000
 RUNTIME_LOG_LINES = 500
-UNITS = {'containerd': 'containerd.service', 'docker': 'docker.service', 'crio': 'crio.service'}
 CRIO_CONFIG = '/etc/crio/crio.conf'
-
-
-def run(module, argv):
-    """(rc, stdout, stderr) of argv."""
-    binary = module.get_bin_path(argv[0])
-    if binary is None:
-        return 127, '', '%s: command not found' % argv[0]
-    return module.run_command([binary] + list(argv[1:]), environ_update=gpu_discovery.C_LOCALE)
 
 
 def failure(argv, rc, out, err):

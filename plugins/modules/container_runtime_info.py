@@ -1,0 +1,127 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+module: container_runtime_info
+short_description: Find the container runtime a node's kubelet uses, and what the container toolkit stage needs to know
+description:
+  - Reads, in one run, what the container toolkit stage needs before it configures a runtime.
+  - "The runtime: the one whose socket (C(containerd.sock), C(crio.sock), C(cri-dockerd.sock), C(dockershim.sock)) the
+    kubelet's configuration files name (C(--container-runtime-endpoint) or C(containerRuntimeEndpoint)); on a node
+    with no kubelet configuration yet, the first installed runtime service of C(containerd.service),
+    C(crio.service), C(docker.service), in that order (Docker's packages pull containerd in too)."
+  - The systemd state of those three services, whether O(runtime_binary) exists, and the installed version of each
+    of O(packages) (C(dpkg-query), else C(rpm)).
+  - It only reads files and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
+version_added: 0.1.0
+author:
+  - gpuops developers (@gpuops)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
+attributes:
+  check_mode:
+    support: full
+    details: The module only reads; check mode changes nothing about what it does.
+  diff_mode:
+    support: N/A
+    details: The module only reads.
+  platform:
+    platforms: posix
+options:
+  kubelet_files:
+    description:
+      - The kubelet's configuration files to look for the runtime socket in, in this order. Missing ones are skipped,
+        as are ones that cannot be read (with a warning).
+    type: list
+    elements: path
+    default: [/var/lib/kubelet/config.yaml, /var/lib/kubelet/kubeadm-flags.env, /etc/default/kubelet]
+  runtime_binary:
+    description:
+      - The NVIDIA container runtime binary whose presence is returned in RV(runtime_binary_exists).
+    type: path
+  packages:
+    description:
+      - Packages whose installed version is returned in RV(packages).
+    type: list
+    elements: str
+    default: []
+requirements:
+  - systemd (C(systemctl))
+'''
+
+EXAMPLES = r'''
+- name: Find the node's container runtime and whether the toolkit is installed
+  gpuops.gpu_operator.container_runtime_info:
+    runtime_binary: /usr/bin/nvidia-container-runtime
+    packages: [nvidia-container-toolkit, python3-tomlkit, containerd]
+  register: runtime_info
+
+- name: Show it
+  ansible.builtin.debug:
+    msg: "{{ runtime_info.runtime }} ({{ runtime_info.services[runtime_info.runtime].active_state }})"
+  when: runtime_info.runtime is not none
+'''
+
+RETURN = r'''
+runtime:
+  description: The kubelet's runtime (C(containerd), C(crio) or C(docker)); null when none was found.
+  returned: always
+  type: str
+  sample: containerd
+kubelet_socket:
+  description: The runtime socket name the kubelet's configuration files name first, or null.
+  returned: always
+  type: str
+  sample: containerd.sock
+services:
+  description:
+    - For each runtime, its systemd unit and that unit's C(LoadState) and C(ActiveState).
+    - C(load_state) is C(not-found) for a service that is not installed.
+  returned: always
+  type: dict
+  sample:
+    containerd: {unit: containerd.service, load_state: loaded, active_state: active}
+    crio: {unit: crio.service, load_state: not-found, active_state: inactive}
+    docker: {unit: docker.service, load_state: not-found, active_state: inactive}
+runtime_binary:
+  description: O(runtime_binary), or null.
+  returned: always
+  type: str
+  sample: /usr/bin/nvidia-container-runtime
+runtime_binary_exists:
+  description: Whether O(runtime_binary) exists; null when it was not given.
+  returned: always
+  type: bool
+  sample: true
+packages:
+  description: The installed version of each of O(packages); null for one that is not installed.
+  returned: always
+  type: dict
+  sample: {containerd: 1.6.20~ds1-1+b1, python3-tomlkit: 0.11.7-1, nvidia-container-toolkit: null}
+'''
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_detection
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            kubelet_files=dict(type='list', elements='path', default=runtime_detection.KUBELET_FILES),
+            runtime_binary=dict(type='path'),
+            packages=dict(type='list', elements='str', default=[]),
+        ),
+        supports_check_mode=True,
+    )
+    module.exit_json(changed=False, **runtime_detection.gather(module))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,84 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""container_runtime_info with the node's commands replaced by scripts on PATH that print the lab's real outputs
+and record how they were called."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.gpuops.gpu_operator.plugins.modules import container_runtime_info
+from tests.module_runner import run_module
+from tests.unit.plugins.module_utils.test_runtime_detection import DPKG_INSTALLED, KUBEADM_FLAGS, SYSTEMCTL_SID
+from tests.unit.plugins.modules.test_gpu_node_doctor import node, script  # noqa: F401 pylint: disable=unused-import
+
+
+def commands(node, systemctl=SYSTEMCTL_SID, dpkg=DPKG_INSTALLED, dpkg_rc=1):
+    for name, out, rc in (('systemctl', systemctl, 0), ('dpkg-query', dpkg, dpkg_rc)):
+        (node / (name + '.out')).write_text(out)
+        script(node / 'bin', name, 'echo "%s $* LC_ALL=$LC_ALL" >> %s\n/bin/cat %s\nexit %d\n' % (name, node / 'calls.log', node / (name + '.out'), rc))
+
+
+def run(capsys, node, **args):
+    args.setdefault('kubelet_files', [str(node / 'config.yaml'), str(node / 'kubeadm-flags.env')])
+    return run_module(capsys, container_runtime_info.main, args)
+
+
+def test_no_kubelet_config_picks_the_installed_service(capsys, node):
+    commands(node)
+    binary = node / 'nvidia-container-runtime'
+    result = run(capsys, node, runtime_binary=str(binary), packages=['containerd', 'runc', 'python3-tomlkit'])
+    assert result['changed'] is False
+    assert (result['runtime'], result['kubelet_socket']) == ('containerd', None)
+    assert result['services']['containerd'] == dict(unit='containerd.service', load_state='loaded', active_state='active')
+    assert result['services']['docker']['load_state'] == 'not-found'
+    assert result['runtime_binary_exists'] is False
+    # dpkg-query exits 1 when one of them is not installed: the others still count.
+    assert result['packages'] == {'containerd': '1.6.20~ds1-1+deb12u3', 'runc': '1.1.5+ds1-1+deb12u1', 'python3-tomlkit': None}
+    assert (node / 'calls.log').read_text() == (
+        'systemctl show --property=Id,LoadState,ActiveState containerd.service crio.service docker.service LC_ALL=C\n'
+        'dpkg-query -W -f ${Package}\t${Version}\t${db:Status-Abbrev}\n containerd runc python3-tomlkit LC_ALL=C\n')
+
+
+def test_the_kubelet_config_wins_and_nothing_is_asked_of_dpkg_without_packages(capsys, node):
+    commands(node)
+    (node / 'kubeadm-flags.env').write_text(KUBEADM_FLAGS)
+    (node / 'nvidia-container-runtime').write_text('')
+    result = run(capsys, node, runtime_binary=str(node / 'nvidia-container-runtime'))
+    assert (result['runtime'], result['kubelet_socket']) == ('crio', 'crio.sock')
+    assert result['runtime_binary_exists'] is True
+    assert result['packages'] == {}
+    assert 'dpkg-query' not in (node / 'calls.log').read_text()
+
+
+def test_an_unreadable_kubelet_file_is_skipped_with_a_warning(capsys, monkeypatch, node):
+    warnings = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, msg: warnings.append(msg))
+    commands(node)
+    (node / 'config.yaml').mkdir()
+    result = run(capsys, node)
+    assert result['runtime'] == 'containerd' and result['runtime_binary_exists'] is None
+    assert warnings == ['%s is a directory, expected a file; it is skipped' % (node / 'config.yaml')]
+
+
+def test_no_runtime_at_all(capsys, node):
+    commands(node, systemctl=SYSTEMCTL_SID.replace('LoadState=loaded', 'LoadState=not-found'))
+    assert run(capsys, node)['runtime'] is None
+
+
+def test_systemctl_failing_fails_the_module(capsys, node):
+    script(node / 'bin', 'systemctl', 'echo "Failed to connect to bus: Host is down" >&2\nexit 1\n')
+    result = run(capsys, node)
+    assert result['failed'] is True
+    assert 'Failed to connect to bus' in result['msg']
+
+
+def test_rpm_when_there_is_no_dpkg(capsys, node):
+    commands(node)
+    (node / 'bin' / 'dpkg-query').unlink()
+    script(node / 'bin', 'rpm', 'printf "containerd.io\\t1.7.25-3.1.el9\\npackage cri-o is not installed\\n"\nexit 1\n')
+    assert run(capsys, node, packages=['containerd.io', 'cri-o'])['packages'] == {'containerd.io': '1.7.25-3.1.el9', 'cri-o': None}
