@@ -16,7 +16,7 @@ import os
 
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_packages, driver_plan, driver_state, files, gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils import commands, driver_packages, driver_plan, driver_state, files, gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import DriverError
 
 ENVIRON = dict(gpu_discovery.C_LOCALE, DEBIAN_FRONTEND='noninteractive')
@@ -25,11 +25,7 @@ OUTPUT_LINES = 15
 
 
 def run(module, argv):
-    """(rc, stdout, stderr) of argv; a program that is not installed gives rc 127."""
-    binary = module.get_bin_path(argv[0])
-    if binary is None:
-        return 127, '', '%s: command not found' % argv[0]
-    return module.run_command([binary] + list(argv[1:]), environ_update=ENVIRON)
+    return commands.run(module, argv, environ=ENVIRON)
 
 
 def _tail(rc, out, err):
@@ -76,6 +72,12 @@ def package_version(module, manager, record, installed):
     return driver_packages.upstream_version(out) if rc == 0 else None
 
 
+def apt_available(module, names):
+    """The `names` apt has an installable version of (`apt-cache policy`: read-only, so it runs in check mode too)."""
+    rc, out, err = run(module, ['apt-cache', 'policy'] + list(names))
+    return driver_packages.apt_candidates(out) if rc == 0 else set()
+
+
 def gather(module):
     """The node's facts the planner needs."""
     params = module.params
@@ -104,6 +106,7 @@ def gather(module):
         installed_packages=set(),
         held_packages=set(),
         package_version=None,
+        available_packages=set(),
         persistenced=dict(active=False),
     )
     paths = [os.path.join(params['validations_dir'], driver_state.DRIVER_READY),
@@ -118,6 +121,10 @@ def gather(module):
         facts['installed_packages'], facts['held_packages'] = installed_packages(module, record.get('manager') or manager)
         if installing and not working:
             facts['package_version'] = package_version(module, record.get('manager') or manager, record, facts['installed_packages'])
+    # Whether Ubuntu has precompiled modules for the running kernel decides between them and DKMS (with headers).
+    probe = driver_packages.precompiled_modules(os_release, params['version'], facts['kernel_release']) if installing else []
+    if probe and not params['packages']:
+        facts['available_packages'] = apt_available(module, probe)
     if installing and params['persistence_mode']:
         facts['persistenced'] = dict(active=run(module, ['systemctl', 'is-active', '--quiet', driver_plan.PERSISTENCED_UNIT])[0] == 0)
     return facts

@@ -80,7 +80,7 @@ def _package_plan(facts, params, kernel_module_type):
         return dict(manager=manager, install=list(params['packages']),
                     names=[driver_packages.package_name(spec) for spec in params['packages']], headers=None)
     return driver_packages.driver_packages(facts['os_release'], params['version'], kernel_module_type, facts['kernel_release'],
-                                           params['persistence_mode'])
+                                           params['persistence_mode'], facts['available_packages'])
 
 
 def _present(facts, params, result):

@@ -182,8 +182,14 @@ def deploy_driver_label(gpu_count, source):
 
 
 def driver_ready_text():
-    """The validation file the Operator's validator writes for a driver installed on the host."""
-    return 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'
+    """The validation file the Operator's validator writes for a driver installed on the host.
+
+    Keys and order from createStatusFile() in NVIDIA/gpu-operator cmd/nvidia-validator/main.go, the host-driver values
+    from getDriverInfo(isHostDriver=true) in cmd/nvidia-validator/driver.go (host root "/", mounted at /host in the
+    operands' containers): https://github.com/NVIDIA/gpu-operator/blob/main/cmd/nvidia-validator/driver.go
+    """
+    return ('IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\n'
+            'NVIDIA_DEV_ROOT=/\nDEV_ROOT_CTR_PATH=/host\n')
 
 
 def blacklist_text():

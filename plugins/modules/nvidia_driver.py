@@ -27,12 +27,18 @@ description:
   - O(state=validated) installs nothing and fails, saying why, when a node with a GPU has no working driver.
   - O(state=absent) removes only what this module installed and wrote, as recorded in O(record_file), restores the
     files it changed byte for byte and unloads the modules when nothing uses them. A pre-installed driver is never touched.
-  - A validated driver gets the file C(driver-ready) in O(validations_dir) with C(IS_HOST_DRIVER=true) and
-    C(NVIDIA_DRIVER_ROOT=/), as the Operator's validator writes for a host driver.
+  - A validated driver gets the file C(driver-ready) in O(validations_dir) with C(IS_HOST_DRIVER=true),
+    C(NVIDIA_DRIVER_ROOT=/), C(DRIVER_ROOT_CTR_PATH=/host), C(NVIDIA_DEV_ROOT=/) and C(DEV_ROOT_CTR_PATH=/host), as the
+    Operator's validator writes for a host driver (the device plugin and toolkit read their driver root from it).
   - "Packages by distribution: Debian (non-free, contrib) C(nvidia-driver), C(nvidia-kernel-dkms) or C(nvidia-open-kernel-dkms),
-    C(nvidia-smi), C(nvidia-persistenced); Ubuntu C(nvidia-driver-<branch>-server) or C(nvidia-driver-<branch>-server-open);
+    C(nvidia-smi), C(nvidia-persistenced); Ubuntu (a branch is needed) C(nvidia-headless-<branch>-server) or
+    C(nvidia-headless-<branch>-server-open) and C(nvidia-utils-<branch>-server), or, when the package lists have Canonical's
+    precompiled signed module for the running kernel (C(linux-modules-nvidia-<branch>-server[-open]-<kernel release>), asked
+    read-only with C(apt-cache policy), also in check mode), that package with C(nvidia-headless-no-dkms-<branch>-server[-open])
+    and C(nvidia-utils-<branch>-server), and then no DKMS, no kernel headers and no Secure Boot signing key are needed
+    (a full O(version) always takes the DKMS packages);
     RHEL 8 and 9 the CUDA repository's C(nvidia-driver) module stream (C(<branch>-dkms), C(<branch>-open), C(latest-dkms),
-    C(open-dkms)). Kernel headers: C(linux-headers-<kernel release>) or C(kernel-devel-<kernel release>)."
+    C(open-dkms)). Kernel headers for DKMS: C(linux-headers-<kernel release>) or C(kernel-devel-<kernel release>)."
   - Loading modules fails in a container and before a reboot after C(nouveau) was blacklisted; the module then reports
     RV(driver.loaded=false) and RV(reboot_required=true) with a warning instead of failing.
 version_added: 0.1.0
@@ -141,7 +147,7 @@ EXAMPLES = r'''
   gpuops.gpu_operator.nvidia_driver:
   register: nvidia_driver_result
 
-- name: Install the 570 open kernel module driver on Ubuntu
+- name: Install the 570 open kernel module driver on Ubuntu (precompiled modules when Ubuntu has them for the kernel)
   gpuops.gpu_operator.nvidia_driver:
     version: "570"
     kernel_module_type: open

@@ -137,7 +137,8 @@ def test_pre_installed_driver_validated():
     assert result['driver'] == H200_DRIVER
     assert result['deploy_driver_label'] == 'pre-installed'
     assert result['reboot_required'] is False
-    assert pre_installed.file(DRIVER_READY).content_string == 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'
+    assert pre_installed.file(DRIVER_READY).content_string == (
+        'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\nDEV_ROOT_CTR_PATH=/host\n')
 
 
 def test_gpu_less_node_left_alone():

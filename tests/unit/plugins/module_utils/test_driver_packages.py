@@ -36,9 +36,10 @@ KERNEL = '6.1.0-28-amd64'
     (BOOKWORM, '535.261.03', 'open',
      ['nvidia-driver=535.261.03-*', 'nvidia-open-kernel-dkms=535.261.03-*', 'nvidia-smi=535.261.03-*', 'nvidia-persistenced'],
      ['nvidia-driver', 'nvidia-open-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced'], 'linux-headers-' + KERNEL),
-    (NOBLE, '570', 'open', ['nvidia-driver-570-server-open'], ['nvidia-driver-570-server-open'], 'linux-headers-' + KERNEL),
-    (NOBLE, '570.195.03', 'proprietary', ['nvidia-driver-570-server=570.195.03-*'], ['nvidia-driver-570-server'],
-     'linux-headers-' + KERNEL),
+    (NOBLE, '570', 'open', ['nvidia-headless-570-server-open', 'nvidia-utils-570-server'],
+     ['nvidia-headless-570-server-open', 'nvidia-utils-570-server'], 'linux-headers-' + KERNEL),
+    (NOBLE, '570.195.03', 'proprietary', ['nvidia-headless-570-server=570.195.03-*', 'nvidia-utils-570-server=570.195.03-*'],
+     ['nvidia-headless-570-server', 'nvidia-utils-570-server'], 'linux-headers-' + KERNEL),
     (ROCKY9, '', 'proprietary', ['@nvidia-driver:latest-dkms'], ['nvidia-driver', 'nvidia-driver-cuda', 'kmod-nvidia-latest-dkms'],
      'kernel-devel-' + KERNEL),
     (ROCKY9, '', 'open', ['@nvidia-driver:open-dkms'], ['nvidia-driver', 'nvidia-driver-cuda', 'kmod-nvidia-open-dkms'],
@@ -52,6 +53,49 @@ KERNEL = '6.1.0-28-amd64'
 def test_driver_packages(os_release, version, kind, install, names, headers):
     result = pkgs.driver_packages(os_release, version, kind, KERNEL)
     assert result == dict(manager='dnf' if 'kernel-devel' in headers else 'apt', install=install, names=names, headers=headers)
+
+
+UBUNTU_KERNEL = '6.8.0-60-generic'  # constructed, in Ubuntu 24.04's kernel ABI naming
+MODULES = 'linux-modules-nvidia-570-server-%s' % UBUNTU_KERNEL
+OPEN_MODULES = 'linux-modules-nvidia-570-server-open-%s' % UBUNTU_KERNEL
+
+
+@pytest.mark.parametrize('version, kind, available, install, headers', [
+    # The precompiled module of the resolved type exists: its no-dkms user space, no headers.
+    ('570', 'proprietary', {MODULES, OPEN_MODULES}, ['nvidia-headless-no-dkms-570-server', 'nvidia-utils-570-server', MODULES], None),
+    ('570', 'open', {OPEN_MODULES}, ['nvidia-headless-no-dkms-570-server-open', 'nvidia-utils-570-server', OPEN_MODULES], None),
+    # Not for this type, or none for this kernel: DKMS with the headers.
+    ('570', 'proprietary', {OPEN_MODULES}, ['nvidia-headless-570-server', 'nvidia-utils-570-server'], 'linux-headers-' + UBUNTU_KERNEL),
+    ('570', 'open', set(), ['nvidia-headless-570-server-open', 'nvidia-utils-570-server'], 'linux-headers-' + UBUNTU_KERNEL),
+    # A full version is built by DKMS: a precompiled package brings whatever version Canonical built it from.
+    ('570.195.03', 'proprietary', {MODULES},
+     ['nvidia-headless-570-server=570.195.03-*', 'nvidia-utils-570-server=570.195.03-*'], 'linux-headers-' + UBUNTU_KERNEL),
+])
+def test_ubuntu_precompiled_or_dkms(version, kind, available, install, headers):
+    result = pkgs.driver_packages(NOBLE, version, kind, UBUNTU_KERNEL, available=available)
+    assert result == dict(manager='apt', install=install, names=[pkgs.package_name(spec) for spec in install], headers=headers)
+
+
+@pytest.mark.parametrize('os_release, version, names', [
+    (NOBLE, '570', [MODULES, OPEN_MODULES]),
+    (NOBLE, '570.195.03', []),
+    (NOBLE, '', []),
+    (BOOKWORM, '535', []),
+    (ROCKY9, '550', []),
+])
+def test_precompiled_modules_probed(os_release, version, names):
+    assert pkgs.precompiled_modules(os_release, version, UBUNTU_KERNEL) == names
+
+
+def test_apt_candidates():
+    # `LC_ALL=C apt-cache policy bash no-such-package-xyz` on a Debian 12 host (real output; the unknown name prints
+    # nothing), then a constructed entry in the same format for a known name without an installable version.
+    text = ('bash:\n  Installed: 5.2.15-2+b8\n  Candidate: 5.2.15-2+b13\n  Version table:\n     5.2.15-2+b13 500\n'
+            '        500 http://deb.debian.org/debian bookworm/main amd64 Packages\n *** 5.2.15-2+b8 100\n'
+            '        100 /var/lib/dpkg/status\n'
+            'linux-modules-nvidia-570-server-open-6.8.0-60-generic:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n')
+    assert pkgs.apt_candidates(text) == {'bash'}
+    assert pkgs.apt_candidates('') == set()
 
 
 def test_debian_without_persistence_mode():

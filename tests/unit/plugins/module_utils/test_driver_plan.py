@@ -37,7 +37,7 @@ def facts_of(fixture, smi_fixture=None, **overrides):
         secure_boot='unknown', signing_key=False, os_release=BOOKWORM, kernel_release='6.1.0-28-amd64', manager='apt', record={},
         smi=dict(binary=SIMULATOR, working=bool(merged), version=(xml_report or {}).get('driver_version'), gpus=len(merged),
                  errors=errors),
-        installed_packages=set(), held_packages=set(), package_version=None, persistenced=dict(active=False),
+        installed_packages=set(), held_packages=set(), package_version=None, available_packages=set(), persistenced=dict(active=False),
         files={READY: None, BLACKLIST: None}, initramfs=['update-initramfs', '-u'])
     facts.update(overrides)
     return facts
@@ -65,7 +65,7 @@ def test_pre_installed_h200_is_validated_and_left_alone(state):
 
 
 def test_validated_twice_changes_nothing():
-    planned = driver_plan.plan(facts_of('h200-x1', files={READY: b'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'}), params_of(state='validated'))
+    planned = driver_plan.plan(facts_of('h200-x1', files={READY: to_bytes(driver_state.driver_ready_text())}), params_of(state='validated'))
     assert planned['steps'] == []
 
 
@@ -108,6 +108,26 @@ def test_install_on_debian():
     # T4 (Turing) with the distro's default branch: NVIDIA's default there is the proprietary module.
     assert planned['driver']['kernel_module_type'] == 'proprietary' and planned['driver']['source'] == 'package'
     assert planned['deploy_driver_label'] == 'true' and planned['steps'][-1]['kind'] == 'validate'
+
+
+@pytest.mark.parametrize('available, secure_boot, expected', [
+    # Precompiled modules for the running kernel: no headers, no DKMS, and Secure Boot accepts Canonical's signed modules.
+    ({'linux-modules-nvidia-570-server-open-6.8.0-60-generic'}, 'enabled',
+     ['apt-get install -y --no-install-recommends nvidia-headless-no-dkms-570-server-open nvidia-utils-570-server '
+      'linux-modules-nvidia-570-server-open-6.8.0-60-generic']),
+    # Only the other kernel module type is precompiled: DKMS builds this one, with the headers installed first.
+    ({'linux-modules-nvidia-570-server-6.8.0-60-generic'}, 'disabled',
+     ['apt-get install -y --no-install-recommends linux-headers-6.8.0-60-generic',
+      'apt-get install -y --no-install-recommends nvidia-headless-570-server-open nvidia-utils-570-server']),
+])
+def test_install_on_ubuntu(available, secure_boot, expected):
+    noble = gpu_discovery.os_release(os.path.join(GPUS, 'h200-x1', 'host', 'os-release'))
+    # Constructed kernel release (Ubuntu 24.04's ABI naming): the H200 capture host ran a custom kernel.
+    facts = facts_of('t4', 'cpu-only', os_release=noble, kernel_release='6.8.0-60-generic', available_packages=available,
+                     secure_boot=secure_boot)
+    planned = driver_plan.plan(facts, params_of(version='570', kernel_module_type='open', blacklist_nouveau=False))
+    assert [action for action in actions(planned) if action.startswith('apt-get')] == expected
+    assert planned['packages'] == [spec for action in expected for spec in action.split()[4:]]
 
 
 def test_installed_and_held_packages_are_not_redone():

@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import shutil
 
 import pytest
 
@@ -60,6 +61,35 @@ def test_gpus_and_nvswitches(fixture, gpus):
     devices = gpu_discovery.pci_devices(os.path.join(GPUS, fixture, 'sys'))
     assert state.gpus(devices) == gpus
     assert gpu_discovery.nvswitch_devices(devices) == []
+
+
+# No real multi-GPU capture exists (tests/fixtures/gpus/h100-sxm5-80gb-x1/SOURCE.md: no public capture of a multi-GPU
+# node with PCI bus ids was found), so a node with several GPUs is composed of the real single-GPU captures, whose PCI
+# addresses differ (copytree fails on a clash).
+MULTI_GPU_FIXTURES = ('h200-x1', 'h100-sxm5-80gb-x1', 'a100-sxm4-80gb-mig', 't4')
+MULTI_GPU_IDS = [('0000:00:06.0', '0x2335'), ('0000:00:09.0', '0x2330'), ('0000:00:1e.0', '0x1eb8'), ('0000:01:00.0', '0x20b2')]
+
+
+def multi_gpu_sysfs(root):
+    """A sysfs root under `root` whose PCI devices are those of the MULTI_GPU_FIXTURES captures together."""
+    devices = os.path.join(str(root), 'bus', 'pci', 'devices')
+    os.makedirs(devices)
+    for fixture in MULTI_GPU_FIXTURES:
+        base = os.path.join(GPUS, fixture, 'sys', 'bus', 'pci', 'devices')
+        for name in os.listdir(base):
+            shutil.copytree(os.path.join(base, name), os.path.join(devices, name))
+    return str(root)
+
+
+def test_gpus_of_a_node_with_several_gpus(tmp_path):
+    devices = gpu_discovery.pci_devices(multi_gpu_sysfs(tmp_path / 'sys'))
+    gpus = state.gpus(devices)
+    assert [(gpu['pci_address'], gpu['device_id']) for gpu in gpus] == MULTI_GPU_IDS
+    assert all(gpu['vendor_id'] == '0x10de' and gpu['mode'] == 'compute' for gpu in gpus)
+    assert gpu_discovery.nvswitch_devices(devices) == []
+    # Turing (T4) to Hopper, no Blackwell: the open module from branch 560 on, as for each GPU alone.
+    assert state.resolve_kernel_module_type('auto', gpus, '580', None) == 'open'
+    assert state.resolve_kernel_module_type('auto', gpus, '550', None) == 'proprietary'
 
 
 def test_nvswitch_and_graphics_class():
@@ -143,7 +173,9 @@ def test_other_failure_with_a_loaded_module():
 
 
 def test_files_the_module_writes():
-    assert state.driver_ready_text() == 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'
+    # Host-driver values of NVIDIA/gpu-operator cmd/nvidia-validator/driver.go getDriverInfo, in main.go createStatusFile's order.
+    assert state.driver_ready_text() == ('IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\n'
+                                         'NVIDIA_DEV_ROOT=/\nDEV_ROOT_CTR_PATH=/host\n')
     lines = state.blacklist_text().splitlines()
     assert 'blacklist nouveau' in lines and 'blacklist nova_core' in lines and 'options nouveau modeset=0' in lines
 

@@ -23,10 +23,13 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
 from tests.module_runner import run_module
+from tests.unit.plugins.module_utils.test_driver_state import MULTI_GPU_IDS, multi_gpu_sysfs
 from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
 
-READY_TEXT = 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\n'
-TOOLS = ('apt-get', 'apt-mark', 'dpkg-query', 'update-initramfs', 'modprobe', 'systemctl')
+# What the Operator's validator writes for a host driver (NVIDIA/gpu-operator cmd/nvidia-validator: main.go createStatusFile,
+# driver.go getDriverInfo).
+READY_TEXT = 'IS_HOST_DRIVER=true\nNVIDIA_DRIVER_ROOT=/\nDRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\nDEV_ROOT_CTR_PATH=/host\n'
+TOOLS = ('apt-get', 'apt-cache', 'apt-mark', 'dpkg-query', 'update-initramfs', 'modprobe', 'systemctl')
 DEBIAN_PACKAGES = ['nvidia-driver', 'nvidia-kernel-dkms', 'nvidia-smi', 'nvidia-persistenced']
 # What apt pulls in besides the named packages (a few of the real dependencies apt-get install -s lists on bookworm).
 DEPENDENCIES = ['libnvidia-ml1', 'nvidia-driver-libs', 'dkms']
@@ -49,6 +52,7 @@ class FakeNode(object):
         self.calls = []
         self.proc_modules = None  # a procfs modules file that modprobe updates
         self.tools = set(TOOLS)
+        self.apt_available = set()  # names apt-cache policy offers a candidate for
 
     def run_command(self, args, **kwargs):
         argv = list(args)
@@ -64,6 +68,12 @@ class FakeNode(object):
         if args[1] == '-f=${Version}':
             return (0, self.versions[args[2]], '') if args[2] in self.installed else (1, '', 'dpkg-query: no packages found')
         return 0, ''.join('ii  %s\n' % name for name in sorted(self.installed)), ''
+
+    def apt_cache(self, args):
+        # apt-cache policy's format (see test_driver_packages.test_apt_candidates); unknown names print nothing.
+        assert args[0] == 'policy'
+        return 0, ''.join('%s:\n  Installed: (none)\n  Candidate: 570.195.03-0ubuntu0.24.04.1\n' % name
+                          for name in args[1:] if name in self.apt_available), ''
 
     def apt_mark(self, args):
         if args[0] == 'showhold':
@@ -173,6 +183,19 @@ def test_validated_h200(capsys, monkeypatch, paths):
     assert again['changed'] is False and again['actions'] == [] and not os.path.exists(paths['record_file'])
 
 
+def test_validated_on_a_node_with_several_gpus(capsys, monkeypatch, paths, tmp_path):
+    # The node is composed of real single-GPU captures (no real multi-GPU capture exists, see multi_gpu_sysfs); its
+    # driver is the H200 capture's (procfs and the nvidia-smi simulator), the only capture with both.
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, 'h200-x1'))
+    result = run(capsys, paths, 'h200-x1', state='validated', sysfs_root=multi_gpu_sysfs(tmp_path / 'sys'))
+    assert 'failed' not in result and result['gpu_count'] == 4 and result['nvswitch_count'] == 0
+    assert [(gpu['pci_address'], gpu['device_id']) for gpu in result['gpus']] == MULTI_GPU_IDS
+    assert result['driver'] == dict(installed=True, loaded=True, version='580.159.04', branch='580', source='pre-installed',
+                                    kernel_module_type='open')
+    assert result['deploy_driver_label'] == 'pre-installed' and result['packages'] == [] and result['reboot_required'] is False
+    assert result['changed'] is True and read(os.path.join(paths['validations_dir'], 'driver-ready')) == READY_TEXT
+
+
 def test_validated_without_driver_fails(capsys, node, paths):
     result = run(capsys, paths, 't4', state='validated')
     assert result['failed'] is True and result['msg'].startswith('state=validated installs nothing and no NVIDIA driver is loaded')
@@ -193,6 +216,26 @@ def test_check_mode_runs_nothing_that_changes_the_node(capsys, node, paths):
     assert [call[0] for call in node.calls] == ['dpkg-query', 'apt-mark', 'systemctl']
     assert node.calls[1] == ['apt-mark', 'showhold'] and node.calls[2][1] == 'is-active'
     assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
+
+
+@pytest.mark.parametrize('precompiled', [True, False])
+def test_ubuntu_precompiled_modules_are_probed_in_check_mode(capsys, node, paths, precompiled):
+    # Ubuntu 24.04 (the H200 capture host's os-release) on a constructed kernel release in Ubuntu's ABI naming.
+    with open(os.path.join(paths['procfs_root'], 'sys', 'kernel', 'osrelease'), 'w') as handle:
+        handle.write('6.8.0-60-generic\n')
+    modules = ['linux-modules-nvidia-570-server-6.8.0-60-generic', 'linux-modules-nvidia-570-server-open-6.8.0-60-generic']
+    node.apt_available = set(modules[1:]) if precompiled else set()
+    result = run(capsys, paths, 't4', version='570', kernel_module_type='open', _ansible_check_mode=True,
+                 os_release_path=os.path.join(GPUS, 'h200-x1', 'host', 'os-release'))
+    assert 'failed' not in result and ['apt-cache', 'policy'] + modules in node.calls
+    assert not any(call[0] == 'apt-get' for call in node.calls) and os.listdir(paths['modprobe_dir']) == []
+    installs = [action for action in result['actions'] if action.startswith('apt-get')]
+    if precompiled:
+        assert installs == ['apt-get install -y --no-install-recommends nvidia-headless-no-dkms-570-server-open '
+                            'nvidia-utils-570-server linux-modules-nvidia-570-server-open-6.8.0-60-generic']
+    else:
+        assert installs == ['apt-get install -y --no-install-recommends linux-headers-6.8.0-60-generic',
+                            'apt-get install -y --no-install-recommends nvidia-headless-570-server-open nvidia-utils-570-server']
 
 
 def test_install_validate_then_absent(capsys, node, paths, warnings):
