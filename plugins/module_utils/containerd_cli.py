@@ -8,8 +8,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-# Parsable, untranslated output whatever the node's locale.
-C_LOCALE = {'LC_ALL': 'C', 'LANG': 'C'}
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.commands import run
 
 
 class ContainerdCommandError(Exception):
@@ -21,7 +20,7 @@ def _containerd(module, args):
     binary = module.get_bin_path('containerd')
     if binary is None:
         return None
-    rc, out, err = module.run_command([binary] + args, environ_update=C_LOCALE)
+    rc, out, err = run(module, ['containerd'] + args)
     if rc != 0:
         raise ContainerdCommandError('%s %s failed (rc=%d): %s' % (binary, ' '.join(args), rc, (err or out).strip()))
     return out
