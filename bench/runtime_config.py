@@ -53,8 +53,8 @@ sys.path.insert(0, str(COLLECTIONS))
 # pylint: disable=wrong-import-position
 import tomlkit  # noqa: E402
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_config as cc  # noqa: E402
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import runtime_entries  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_config as cc  # noqa: E402
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import runtime_entries  # noqa: E402
 
 
 def build_config():

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # Where node-side modules (nfd_labels, nvidia_driver) look for the GPU facts; the matching
-    # argument spec is DISCOVERY_ARG_SPEC in module_utils/gpu_discovery.py.
+    # argument spec is DISCOVERY_ARG_SPEC in module_utils/discovery/gpu.py.
     DOCUMENTATION = r'''
 options:
   sysfs_root:

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # Kubernetes API access with kubernetes.core's option names, aliases and environment
-    # variables; the matching argument spec is AUTH_ARG_SPEC in module_utils/k8s_client.py.
+    # variables; the matching argument spec is AUTH_ARG_SPEC in module_utils/k8s/client.py.
     DOCUMENTATION = r'''
 options:
   kubeconfig:

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 class ModuleDocFragment(object):
     # Options shared by containerd_nvidia_runtime, docker_nvidia_runtime and crio_nvidia_runtime;
-    # the matching argument spec is module_utils/nvidia_runtime_options.py. ENABLE_CDI and BACKUP
+    # the matching argument spec is module_utils/toolkit/runtime_options.py. ENABLE_CDI and BACKUP
     # are separate: CRI-O has CDI always on, and backups in its drop-in directory would be loaded as config.
     DOCUMENTATION = r'''
 options:

@@ -3,14 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Filters that render the cluster side's objects (see module_utils/cluster_manifests.py)."""
+"""Filters that render the cluster side's objects (see module_utils/k8s/manifests.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import cluster_manifests
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
 
 
 def _checked(function):

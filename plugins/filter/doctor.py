@@ -3,12 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Filters of the doctor playbook: the report from what the nodes and the API showed (see module_utils/doctor_report.py)."""
+"""Filters of the doctor playbook: the report from what the nodes and the API showed (see plugin_utils/doctor_report.py)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import doctor_report
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_report
 
 
 class FilterModule(object):

@@ -74,8 +74,9 @@ status:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.cluster_manifests import ManifestError, policy_status
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import policy_status
 
 GROUP = 'nvidia.com'
 VERSION = 'v1'
@@ -111,8 +112,8 @@ def main():
 
     try:
         status, changed = api.read_modify_write(attempt, module.check_mode)
-    except (k8s_client.ApiError, ManifestError) as exc:
-        module.fail_json(msg=str(exc))
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc)
     module.exit_json(changed=changed, status=status)
 
 

@@ -108,7 +108,7 @@ packages:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_detection
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 
 
 def main():

@@ -143,11 +143,10 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_runtime
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_cli import ContainerdCommandError, default_config
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import ConfigError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.files import FileError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import common_argument_spec
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_cli import default_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import common_argument_spec
 
 try:
     import tomlkit  # noqa: F401 pylint: disable=unused-import
@@ -172,8 +171,8 @@ def main():
     try:
         plan = containerd_runtime.plan(module.params, containerd_runtime.gather(module), lambda: default_config(module))
         result = containerd_runtime.execute(module, plan)
-    except (ConfigError, FileError, ContainerdCommandError) as exc:
-        module.fail_json(msg=str(exc), path=module.params['path'])
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, path=module.params['path'])
     module.exit_json(**result)
 
 

@@ -90,10 +90,10 @@ import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_config
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.crio_config import CrioDialect, state_path
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.files import FileError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import common_argument_spec
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.crio_config import CrioDialect, state_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import common_argument_spec
 
 try:
     import tomlkit  # noqa: F401 pylint: disable=unused-import
@@ -115,8 +115,8 @@ def main():
     try:
         plan = runtime_config.plan_file(module.params, runtime_config.gather([path, state_file]), path, state_file, CrioDialect())
         result = runtime_config.execute(module, plan, path, state_file)
-    except (runtime_config.ConfigError, FileError) as exc:
-        module.fail_json(msg=str(exc), path=path)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, path=path)
     result.pop('backup_file')  # no backup option: see the description
     module.exit_json(**result)
 

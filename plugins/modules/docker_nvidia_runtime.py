@@ -94,10 +94,10 @@ actions:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_config
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.docker_config import DockerDialect
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.files import FileError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import common_argument_spec
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.docker_config import DockerDialect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import common_argument_spec
 
 
 def main():
@@ -105,12 +105,12 @@ def main():
     argument_spec.update(path=dict(type='path', default='/etc/docker/daemon.json'))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     path = module.params['path']
-    state_file = path + runtime_config.STATE_SUFFIX
+    state_file = runtime_config.state_path(path)
     try:
         plan = runtime_config.plan_file(module.params, runtime_config.gather([path, state_file]), path, state_file, DockerDialect())
         result = runtime_config.execute(module, plan, path, state_file)
-    except (runtime_config.ConfigError, FileError) as exc:
-        module.fail_json(msg=str(exc), path=path)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, path=path)
     module.exit_json(**result)
 
 

@@ -123,7 +123,11 @@ facts:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import device_plugin_check, doctor_checks, doctor_node, gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as device_plugin_check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks as doctor_checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import node as doctor_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 
 
 def main():
@@ -140,8 +144,8 @@ def main():
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     try:
         gathered = doctor_node.gather(module)
-    except device_plugin_check.CheckError as exc:
-        module.fail_json(msg=str(exc), findings=[], facts={})
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, findings=[], facts={})
     module.exit_json(changed=False, findings=doctor_checks.by_severity(doctor_node.findings(gathered)), facts=doctor_node.summary(gathered))
 
 

@@ -145,9 +145,11 @@ import time
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import device_plugin_check as check
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client, pod_resources
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import read_node
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import pod_resources
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import read_node
 
 
 def read_node_if_any(api, node_name):
@@ -210,17 +212,17 @@ def main():
                          **result)
     try:
         check.socket_name(params['resource_name'])
-    except check.CheckError as exc:
-        module.fail_json(msg=str(exc), **result)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, **result)
     api = k8s_client.connect(module)
     start = time.monotonic()
     last = None
     while True:
         try:
             found, problems = observe(module, api)
-        except (check.CheckError, k8s_client.ApiError) as exc:
+        except GpuOpsError as exc:
             result['elapsed'] = round(time.monotonic() - start, 1)
-            module.fail_json(msg=str(exc), **result)
+            fail_from_exception(module, exc, **result)
         elapsed = time.monotonic() - start
         result.update(found, elapsed=round(elapsed, 1), registered=not problems)
         seen = '; '.join(problems) or 'registered'

@@ -212,110 +212,18 @@ features_d:
 '''
 
 from ansible.module_utils.basic import AnsibleModule
-from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_state, files, gpu_discovery, k8s_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import nfd_label_rules, nfd_node_labels
-
-
-def discover(module):
-    params = module.params
-    binary = gpu_discovery.find_nvidia_smi(params['nvidia_smi'], module.get_bin_path)
-
-    def run(argv):
-        return module.run_command(argv, environ_update=gpu_discovery.C_LOCALE)
-
-    return gpu_discovery.gather(run, params['sysfs_root'], params['procfs_root'], params['os_release_path'], binary)
-
-
-def driver_label(params, facts):
-    """nvidia.com/gpu.deploy.driver for a GPU node: pre-installed, else true (the driver stage deploys it)."""
-    record = driver_state.load_record(params['driver_record_file'])
-    source = driver_state.driver_source(facts['proc_driver_version'] is not None, record)
-    return 'pre-installed' if source == 'pre-installed' else 'true'
-
-
-def label_value(value):
-    """YAML gives true/false as booleans; labels spell them lower case."""
-    return ('true' if value else 'false') if isinstance(value, bool) else str(value)
-
-
-def given_labels(labels):
-    for key, value in labels.items():
-        error = nfd_label_rules.label_key_error(key) or (None if isinstance(value, str) and nfd_label_rules.valid_value(value) else
-                                                         'value %r is not a valid label value' % (value,))
-        if error:
-            raise nfd_label_rules.LabelError('labels: %s: %s' % (key, error))
-    return dict(labels)
-
-
-def sync_features_file(module, path, labels, diff):
-    """Write or remove the NFD feature file; True when it changed (or would)."""
-    wanted = nfd_label_rules.local_feature_text(labels) if module.params['state'] == 'present' else None
-    before = files.read_bytes(path)
-    after = to_bytes(wanted) if wanted is not None else None
-    if before == after:
-        return False
-    diff.append(files.diff_entry(path, before, after))
-    if not module.check_mode:
-        if after is None:
-            files.remove(module, path)
-        else:
-            files.write_atomic(module, path, after, mode=0o644)
-    return True
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import node
 
 
 def main():
-    argument_spec = dict(
-        node_name=dict(type='str'),
-        apply=dict(type='bool', default=True),
-        state=dict(type='str', default='present', choices=['present', 'absent']),
-        labels=dict(type='dict'),
-        os_release_path=dict(type='path', default='/etc/os-release'),
-        mig_strategy=dict(type='str', default='none', choices=list(nfd_label_rules.MIG_STRATEGIES)),
-        sharing=dict(type='dict', options=dict(
-            strategy=dict(type='str', default='none', choices=list(nfd_label_rules.SHARING_STRATEGIES)),
-            replicas=dict(type='int', default=1),
-            rename_by_default=dict(type='bool', default=False),
-        )),
-        deploy=dict(type='dict'),
-        driver_record_file=dict(type='path', default=driver_state.RECORD_FILE),
-        extra_labels=dict(type='dict'),
-        features_d=dict(type='path'),
-    )
-    argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
-    argument_spec.update(k8s_client.AUTH_ARG_SPEC)
-    module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True, required_if=[('apply', True, ['node_name'])])
-    params = module.params
-    result = dict(changed=False, labels={}, added=[], updated=[], removed=[], node_name=params['node_name'], discovery=None,
-                  features_d=None)
-    diff = []
+    module = AnsibleModule(argument_spec=node.argument_spec(), supports_check_mode=True, required_if=[('apply', True, ['node_name'])])
+    result = node.empty_result(module.params)
     try:
-        if params['labels'] is not None:
-            result['labels'] = given_labels(params['labels'])
-        elif params['state'] == 'present':
-            facts = discover(module)
-            deploy = dict((k, label_value(v)) for k, v in (params['deploy'] or {}).items())
-            deploy.setdefault('driver', driver_label(params, facts))
-            labels, warnings = nfd_label_rules.compute_labels(
-                facts, params['mig_strategy'], params['sharing'], deploy, {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()})
-            for warning in warnings:
-                module.warn(warning)
-            result.update(labels=labels, discovery=facts)
-        if params['features_d'] and params['labels'] is None:
-            result['features_d'] = params['features_d']
-            result['changed'] = sync_features_file(module, params['features_d'], result['labels'], diff)
-        if params['apply']:
-            plan, before, changed = nfd_node_labels.apply(k8s_client.connect(module), params['node_name'], result['labels'],
-                                                          params['state'], module.check_mode)
-            result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'])
-            result['changed'] = result['changed'] or changed
-            diff.insert(0, dict(before_header='Node %s labels' % params['node_name'], after_header='Node %s labels' % params['node_name'],
-                                before=before, after=plan['labels']))
-    except (gpu_discovery.DiscoveryError, nfd_label_rules.LabelError, k8s_client.ApiError, files.FileError, driver_state.DriverError) as exc:
-        module.fail_json(msg=str(exc), **result)
-    if module._diff:
-        result['diff'] = diff
+        node.run(module, result)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, **result)
     module.exit_json(**result)
 
 

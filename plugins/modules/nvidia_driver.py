@@ -259,8 +259,12 @@ packages:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_executor, driver_plan, driver_state, files, gpu_discovery
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver_state import NOUVEAU_MODULES, DriverError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import executor as driver_executor
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import plan as driver_plan
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.state import NOUVEAU_MODULES
 
 
 def main():
@@ -305,8 +309,8 @@ def main():
         result['reboot_required'] = planned['reboot_required']
         for warning in planned['warnings']:
             module.warn(warning)
-    except (DriverError, files.FileError, gpu_discovery.DiscoveryError) as exc:
-        module.fail_json(msg=str(exc), **result)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc, **result)
     module.exit_json(**result)
 
 

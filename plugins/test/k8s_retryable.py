@@ -13,7 +13,7 @@ from http.client import responses
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s_client import CONFLICT, RETRY_STATUSES
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.client import CONFLICT, RETRY_STATUSES
 
 # kubernetes.core puts the HTTP reason phrase of the API's answer into the failed result's `reason`.
 RETRYABLE_REASONS = frozenset(responses[status] for status in RETRY_STATUSES + (CONFLICT,))

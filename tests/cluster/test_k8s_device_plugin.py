@@ -18,7 +18,7 @@ import grpc
 import kubernetes
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import pod_resources
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import pod_resources
 from ansible_collections.gpuops.gpu_operator.plugins.modules import k8s_device_plugin
 from tests.cluster.helpers import unique
 from tests.module_runner import run_module

@@ -13,7 +13,7 @@ import kubernetes
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nfd_node_labels import OWNED_ANNOTATION
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import OWNED_ANNOTATION
 from tests.cluster.helpers import REPO, unique
 from tests.module_runner import run_module
 

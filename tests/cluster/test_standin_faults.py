@@ -8,7 +8,7 @@ import kubernetes
 import pytest
 import urllib3
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from tests.cluster.helpers import raw, unique
 
 

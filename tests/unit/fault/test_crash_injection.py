@@ -33,7 +33,7 @@ import pytest
 
 from ansible.module_utils.testing import patch_module_args
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from tests.module_runner import run_module
 from tests.unit.fault.fault_support import count, snapshot
 from tests.unit.fault.test_hostile_inputs import MODULES

@@ -30,11 +30,11 @@ import pytest
 
 from hypothesis import given
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import containerd_runtime as cr
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import runtime_config as rc
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.crio_config import CrioDialect, state_path
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.docker_config import DockerDialect
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.nvidia_runtime_options import runtime_entries
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime as cr
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config as rc
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.crio_config import CrioDialect, state_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.docker_config import DockerDialect
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import runtime_entries
 from tests.unit.fault.fault_strategies import CRI, containerd_cases, crio_cases, docker_cases
 from tests.unit.fault.fault_support import COUNTS, FUZZ_EXAMPLES, FUZZ_HALF, count
 

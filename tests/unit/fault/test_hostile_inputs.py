@@ -24,8 +24,9 @@ import os
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import containerd_nvidia_runtime, crio_nvidia_runtime, docker_nvidia_runtime
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import files, runtime_config
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.crio_config import state_path as crio_state_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.crio_config import state_path as crio_state_path
 from tests.module_runner import run_module
 from tests.unit.fault.fault_support import count, snapshot
 

@@ -13,7 +13,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import container_runtime_info
 from tests.module_runner import run_module
-from tests.unit.plugins.module_utils.test_runtime_detection import DPKG_INSTALLED, KUBEADM_FLAGS, SYSTEMCTL_SID
+from tests.unit.plugins.module_utils.toolkit.test_runtime_detection import DPKG_INSTALLED, KUBEADM_FLAGS, SYSTEMCTL_SID
 from tests.unit.plugins.modules.test_gpu_node_doctor import node, script  # noqa: F401 pylint: disable=unused-import
 
 

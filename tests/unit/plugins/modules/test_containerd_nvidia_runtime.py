@@ -14,7 +14,7 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import containerd_nvidia_runtime
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.containerd_runtime import STATE_SUFFIX
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import STATE_SUFFIX
 from tests.module_runner import run_module
 
 FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'containerd', 'default-1.7.24.toml')
@@ -155,5 +155,6 @@ def test_command_source_uses_containerd_config_default(capsys, tmp_path, monkeyp
     monkeypatch.setattr('ansible.module_utils.basic.AnsibleModule.run_command', fake_run_command)
     path = tmp_path / 'config.toml'
     result = run(capsys, path=str(path), config_source='command')
-    assert calls == [(['/usr/bin/containerd', 'config', 'default'], {'LC_ALL': 'C', 'LANG': 'C'})]
+    # run under coreutils' timeout: a hung containerd cannot block the run
+    assert calls == [(['/usr/bin/timeout', '--kill-after=5', '120', '/usr/bin/containerd', 'config', 'default'], {'LC_ALL': 'C', 'LANG': 'C'})]
     assert result['changed'] is True and 'SystemdCgroup' in path.read_text()

@@ -15,7 +15,7 @@ import stat
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import docker_nvidia_runtime
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.runtime_config import STATE_SUFFIX
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import STATE_SUFFIX
 from tests.module_runner import run_module
 
 ORIGINAL = b'{\n    "log-driver": "journald",\n    "default-runtime": "runc"\n}\n'

@@ -18,9 +18,9 @@ import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_node_doctor
 from tests.module_runner import run_module
-from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR
 
-DATA = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'doctor_data')
+DATA = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'doctor', 'doctor_data')
 
 
 def script(directory, name, body):

@@ -15,7 +15,7 @@ import stat
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
-from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, MISSING, SIMULATOR
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, MISSING, SIMULATOR
 from tests.module_runner import run_module
 
 

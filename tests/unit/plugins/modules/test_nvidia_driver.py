@@ -20,11 +20,11 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils import driver_state
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
 from tests.module_runner import run_module
-from tests.unit.plugins.module_utils.test_driver_state import MULTI_GPU_IDS, multi_gpu_sysfs
-from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
+from tests.unit.plugins.module_utils.driver.test_driver_state import MULTI_GPU_IDS, multi_gpu_sysfs
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR
 
 # What the Operator's validator writes for a host driver (NVIDIA/gpu-operator cmd/nvidia-validator: main.go createStatusFile,
 # driver.go getDriverInfo).

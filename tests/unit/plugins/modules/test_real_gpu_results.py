@@ -16,7 +16,7 @@ import json
 import os
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels, nvidia_driver
-from tests.unit.plugins.module_utils.nfd_labels_fixtures import GPUS, SIMULATOR
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR
 from tests.module_runner import run_module
 
 FIXTURE = os.path.join(GPUS, 'h200-x1')

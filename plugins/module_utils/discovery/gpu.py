@@ -1,0 +1,339 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""What a node says about its NVIDIA GPUs: sysfs, procfs, os-release, DMI and nvidia-smi.
+
+Readers take the roots as arguments so tests point them at captured fixtures; the nvidia-smi
+parsers are pure functions of the command's text. `gather()` runs nvidia-smi through a runner
+callable (argv list -> (rc, stdout, stderr)) and merges the three views it gives:
+`-q -x` (richest: CUDA version, MIG devices), `--query-gpu` (compute capability) and `-L`
+(MIG profile names).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import re
+import xml.etree.ElementTree as ET
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+
+NVIDIA_VENDOR = '0x10de'
+# PCI base class 0x03: display controllers (VGA 0x0300, 3D controller 0x0302).
+DISPLAY_BASE_CLASS = '03'
+NVSWITCH_CLASS = '0x0680'
+SEARCH_DIRS = ['/usr/bin', '/usr/sbin', '/bin', '/sbin', '/opt/bin']
+QUERY_FIELDS = ('index', 'uuid', 'pci.bus_id', 'name', 'memory.total', 'compute_cap', 'driver_version', 'mig.mode.current')
+QUERY_GPU_ARGS = ['--query-gpu=' + ','.join(QUERY_FIELDS), '--format=csv,noheader,nounits']
+NVRM_LINE = re.compile(r'^NVRM version:.*?Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+){1,2})\b', re.M)
+LIST_GPU_LINE = re.compile(r'^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$')
+LIST_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)\s*$')
+MIB = re.compile(r'^(\d+) MiB$')
+
+
+class DiscoveryError(GpuOpsError):
+    """Input that cannot be understood (malformed nvidia-smi output, unreadable files)."""
+
+
+def read_text(path):
+    """Stripped text of a small file, or None when it does not exist or cannot be read."""
+    try:
+        with open(path, encoding='utf-8', errors='replace') as handle:
+            return handle.read().strip()
+    except OSError:
+        return None
+
+
+def pci_devices(sysfs_root):
+    """Every PCI function under <sysfs_root>/bus/pci/devices, sorted by address."""
+    base = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
+    try:
+        names = sorted(os.listdir(base))
+    except OSError:
+        return []
+    devices = []
+    for name in names:
+        attrs = {key: read_text(os.path.join(base, name, key)) for key in ('vendor', 'device', 'class')}
+        if attrs['vendor'] and attrs['class']:
+            devices.append(dict(address=name.lower(), vendor=attrs['vendor'].lower(), device=(attrs['device'] or '').lower(),
+                                pci_class=attrs['class'].lower()))
+    return devices
+
+
+def nvidia_display_devices(devices):
+    """The NVIDIA display-class functions (the GPUs) among `devices`."""
+    return [dev for dev in devices if dev['vendor'] == NVIDIA_VENDOR and dev['pci_class'][2:4] == DISPLAY_BASE_CLASS]
+
+
+def nvswitch_devices(devices):
+    """The NVIDIA NVSwitches among `devices` (PCI class 0x0680, bridge): their nodes need the fabric manager."""
+    return [dev for dev in devices if dev['vendor'] == NVIDIA_VENDOR and dev['pci_class'][:6] == NVSWITCH_CLASS]
+
+
+def os_release(path):
+    """KEY=value pairs of an os-release file (quotes removed); {} when it is missing."""
+    text = read_text(path)
+    result = {}
+    for line in (text or '').splitlines():
+        line = line.strip()
+        if not line or line.startswith('#') or '=' not in line:
+            continue
+        key, value = line.split('=', 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in '"\'':
+            value = value[1:-1]
+        result[key.strip()] = value
+    return result
+
+
+def kernel_release(procfs_root):
+    """The running kernel's release (uname -r) from <procfs_root>/sys/kernel/osrelease, or None."""
+    return read_text(os.path.join(procfs_root, 'sys', 'kernel', 'osrelease')) or None
+
+
+def dmi_product_name(sysfs_root):
+    """The DMI product name (what GFD labels gpu.machine with), or None."""
+    return read_text(os.path.join(sysfs_root, 'class', 'dmi', 'id', 'product_name')) or None
+
+
+def proc_driver_version(procfs_root):
+    """The loaded kernel module's version from the NVRM line of /proc/driver/nvidia/version, or None."""
+    match = NVRM_LINE.search(read_text(os.path.join(procfs_root, 'driver', 'nvidia', 'version')) or '')
+    return match.group(1) if match else None
+
+
+def sysfs_address(bus_id):
+    """nvidia-smi's bus id (00000000:01:00.0) as sysfs names the device (0000:01:00.0)."""
+    domain, rest = bus_id.strip().lower().split(':', 1)
+    return '%04x:%s' % (int(domain, 16), rest)
+
+
+def _text(element, path):
+    found = element.find(path)
+    if found is None or found.text is None:
+        return None
+    value = found.text.strip()
+    return None if value in ('', 'N/A', 'None') else value
+
+
+def _mib(value, what):
+    if value is None:
+        return None
+    match = MIB.match(value)
+    if not match:
+        raise DiscoveryError('nvidia-smi -q -x: %s is %r, expected "<number> MiB"' % (what, value))
+    return int(match.group(1))
+
+
+def _int(value):
+    return int(value) if value is not None and value.isdigit() else None
+
+
+def parse_smi_xml(text):
+    """Parse `nvidia-smi -q -x` into {driver_version, cuda_version, gpus: [...]} (pure)."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise DiscoveryError('nvidia-smi -q -x printed malformed XML: %s' % exc)
+    if root.tag != 'nvidia_smi_log':
+        raise DiscoveryError('nvidia-smi -q -x: root element is <%s>, expected <nvidia_smi_log>' % root.tag)
+    gpus = []
+    for index, gpu in enumerate(root.findall('gpu')):
+        bus_id = gpu.get('id') or _text(gpu, 'pci/pci_bus_id')
+        if not bus_id:
+            raise DiscoveryError('nvidia-smi -q -x: GPU %d has no PCI bus id' % index)
+        mig_mode = _text(gpu, 'mig_mode/current_mig')
+        mig_devices = []
+        for mig in gpu.findall('mig_devices/mig_device'):
+            shared = 'device_attributes/shared/'
+            mig_devices.append(dict(
+                index=_int(_text(mig, 'index')),
+                memory=_mib(_text(mig, 'fb_memory_usage/total'), 'MIG device fb_memory_usage/total'),
+                multiprocessors=_int(_text(mig, shared + 'multiprocessor_count')),
+                engines={name: _int(_text(mig, shared + tag)) for name, tag in (
+                    ('copy', 'copy_engine_count'), ('decoder', 'decoder_count'), ('encoder', 'encoder_count'),
+                    ('jpeg', 'jpg_count'), ('ofa', 'ofa_count'))},
+            ))
+        gpus.append(dict(
+            index=index,
+            uuid=_text(gpu, 'uuid'),
+            address=sysfs_address(bus_id),
+            name=_text(gpu, 'product_name'),
+            architecture=_text(gpu, 'product_architecture'),
+            memory=_mib(_text(gpu, 'fb_memory_usage/total'), 'fb_memory_usage/total'),
+            compute_capability=None,
+            # NVML reports a MIG mode only for MIG-capable GPUs (N/A otherwise, no element before Ampere drivers).
+            mig_capable=mig_mode is not None,
+            mig_enabled=mig_mode == 'Enabled',
+            mig_devices=mig_devices,
+            mig_devices_known=True,
+        ))
+    return dict(driver_version=_text(root, 'driver_version'), cuda_version=_text(root, 'cuda_version'),
+                attached_gpus=_int(_text(root, 'attached_gpus')), gpus=gpus)
+
+
+def parse_query_gpu(text, fields=QUERY_FIELDS):
+    """Parse `nvidia-smi --query-gpu=<fields> --format=csv,noheader,nounits` rows into dicts (pure)."""
+    rows = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        cells = [cell.strip() for cell in line.split(', ')]
+        if len(cells) != len(fields):
+            raise DiscoveryError('nvidia-smi --query-gpu line %d has %d fields, expected %d: %r' % (number, len(cells), len(fields), line))
+        rows.append({field: (None if cell in ('[N/A]', 'N/A', '') else cell) for field, cell in zip(fields, cells)})
+    return rows
+
+
+def parse_list_gpus(text):
+    """Parse `nvidia-smi -L` into [{index, name, uuid, mig_profiles: [...]}, ...] (pure)."""
+    gpus = []
+    for line in text.splitlines():
+        gpu = LIST_GPU_LINE.match(line)
+        mig = LIST_MIG_LINE.match(line)
+        if gpu:
+            gpus.append(dict(index=int(gpu.group(1)), name=gpu.group(2), uuid=gpu.group(3), mig_profiles=[]))
+        elif mig and gpus:
+            gpus[-1]['mig_profiles'].append(mig.group(1))
+        elif line.strip():
+            raise DiscoveryError('nvidia-smi -L printed a line it does not document: %r' % line)
+    return gpus
+
+
+def compute_capability(value):
+    """'9.0' -> (9, 0); None when absent or not in that form."""
+    match = re.match(r'^(\d+)\.(\d+)$', value or '')
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+def _query_gpu_view(rows):
+    gpus = []
+    for position, row in enumerate(rows):
+        memory = row.get('memory.total')
+        gpus.append(dict(
+            index=_int(row.get('index')) if row.get('index') is not None else position,
+            uuid=row.get('uuid'),
+            address=sysfs_address(row['pci.bus_id']) if row.get('pci.bus_id') else None,
+            name=row.get('name'),
+            architecture=None,
+            memory=int(memory) if memory and memory.isdigit() else None,
+            compute_capability=compute_capability(row.get('compute_cap')),
+            mig_capable=row.get('mig.mode.current') is not None,
+            mig_enabled=row.get('mig.mode.current') == 'Enabled',
+            mig_devices=[],
+            mig_devices_known=False,
+        ))
+    return gpus
+
+
+def merge_views(xml_report, query_rows, listing):
+    """One GPU list from the views that answered, matched by UUID (else by index); first non-empty value wins."""
+    views = []
+    if xml_report is not None:
+        views.append(xml_report['gpus'])
+    if query_rows is not None:
+        views.append(_query_gpu_view(query_rows))
+    merged = []
+    for view in views:
+        for gpu in view:
+            match = next((known for known in merged if gpu['uuid'] and known['uuid'] == gpu['uuid']), None)
+            if match is None:
+                match = next((known for known in merged if known['index'] == gpu['index']), None)
+            if match is None:
+                merged.append(dict(gpu, mig_profiles=None))
+                continue
+            for key, value in gpu.items():
+                if match.get(key) in (None, [], False) and value not in (None, [], False):
+                    match[key] = value
+    for entry in listing or []:
+        gpu = next((known for known in merged if entry['uuid'] == known['uuid']), None)
+        if gpu is None and not views:
+            # Only -L answered: it still names the GPUs and their MIG devices.
+            gpu = dict(index=entry['index'], uuid=entry['uuid'], address=None, name=entry['name'], architecture=None, memory=None,
+                       compute_capability=None, mig_capable=True if entry['mig_profiles'] else None,
+                       mig_enabled=bool(entry['mig_profiles']), mig_devices=[], mig_devices_known=False, mig_profiles=None)
+            merged.append(gpu)
+        if gpu is not None:
+            gpu['mig_profiles'] = list(entry['mig_profiles'])
+    return sorted(merged, key=lambda gpu: gpu['index'])
+
+
+def find_nvidia_smi(configured, get_bin_path):
+    """The nvidia-smi to run: the configured path, else the first found in SEARCH_DIRS, then PATH."""
+    if configured:
+        return configured
+    for directory in SEARCH_DIRS:
+        candidate = os.path.join(directory, 'nvidia-smi')
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return get_bin_path('nvidia-smi')
+
+
+def _run(run, argv, what):
+    """(stdout, None) on success, (None, message) when the command failed."""
+    try:
+        rc, out, err = run(argv)
+    except OSError as exc:
+        return None, '%s could not be run: %s' % (what, exc)
+    if rc != 0:
+        detail = ' '.join((err or out or '').split()) or 'no output'
+        return None, '%s failed (rc=%d): %s' % (what, rc, detail)
+    return out, None
+
+
+def query_nvidia_smi(run, binary):
+    """Run the three nvidia-smi queries; returns (xml_report, query_rows, listing, errors).
+
+    A query that fails leaves its view None and adds a message to `errors`; malformed
+    output raises DiscoveryError (a broken nvidia-smi must not pass for a missing one).
+    """
+    if not binary:
+        return None, None, None, ['nvidia-smi was not found (searched %s and PATH)' % ', '.join(SEARCH_DIRS)]
+    errors = []
+    out, error = _run(run, [binary, '-q', '-x'], '%s -q -x' % binary)
+    xml_report = parse_smi_xml(out) if out is not None else None
+    errors += [error] if error else []
+    out, error = _run(run, [binary] + QUERY_GPU_ARGS, '%s --query-gpu' % binary)
+    query_rows = parse_query_gpu(out) if out is not None else None
+    errors += [error] if error else []
+    out, error = _run(run, [binary, '-L'], '%s -L' % binary)
+    listing = parse_list_gpus(out) if out is not None else None
+    errors += [error] if error else []
+    return xml_report, query_rows, listing, errors
+
+
+def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os-release', nvidia_smi=None):
+    """All facts the label rules need, from the roots and nvidia-smi (`nvidia_smi` None: not found)."""
+    devices = pci_devices(sysfs_root)
+    xml_report, query_rows, listing, errors = query_nvidia_smi(run, nvidia_smi)
+    gpus = merge_views(xml_report, query_rows, listing)
+    display = nvidia_display_devices(devices)
+    classes = {dev['address']: dev['pci_class'] for dev in display}
+    for gpu in gpus:
+        gpu['pci_class'] = classes.get(gpu['address'])
+    driver_version = (xml_report or {}).get('driver_version') or next(
+        (row['driver_version'] for row in query_rows or [] if row.get('driver_version')), None)
+    return dict(
+        pci_gpus=display,
+        gpus=gpus,
+        nvidia_smi=nvidia_smi,
+        nvidia_smi_errors=errors,
+        mig_listing_available=listing is not None,
+        driver_version=driver_version,
+        cuda_version=(xml_report or {}).get('cuda_version'),
+        proc_driver_version=proc_driver_version(procfs_root),
+        kernel_release=kernel_release(procfs_root),
+        os_release=os_release(os_release_path),
+        dmi_product_name=dmi_product_name(sysfs_root),
+    )
+
+
+# Options of the doc fragment gpuops.gpu_operator.discovery.
+DISCOVERY_ARG_SPEC = dict(
+    sysfs_root=dict(type='path', default='/sys'),
+    procfs_root=dict(type='path', default='/proc'),
+    nvidia_smi=dict(type='path'),
+)

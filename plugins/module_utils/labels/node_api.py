@@ -1,0 +1,140 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Applying a computed label set to a Node: ownership, the Operator's rules for deploy labels, one merge patch.
+
+`reconcile()` is pure (current labels + what we own + desired set -> plan); `apply()` reads the
+Node, reconciles and sends one JSON merge patch guarded by the resourceVersion it read, through
+k8s_client.Api (retries, re-read on conflict, clear errors).
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, PRESENT
+
+# The Node annotation recording the labels this module set and the value it set each to (a JSON
+# object; a JSON list of keys from earlier releases still reads), so that stale ones and
+# state=absent remove exactly ours, and a value someone changed since is theirs.
+OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
+
+
+def owned_labels(annotations):
+    """{key: the value we set} from the ownership annotation ({} when absent or unreadable; value None when the
+    annotation is an earlier release's list of keys)."""
+    try:
+        recorded = json.loads((annotations or {}).get(OWNED_ANNOTATION) or '{}')
+    except ValueError:
+        return {}
+    if isinstance(recorded, list):
+        return dict((key, None) for key in recorded if isinstance(key, str))
+    if isinstance(recorded, dict):
+        return dict((key, value) for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str))
+    return {}
+
+
+def reconcile(current, owned, desired, state='present'):
+    """Plan the label change: {labels (after), owned (keys, after), owned_values ({key: value}, after), added, updated,
+    removed}; `owned` is owned_labels() of the Node.
+
+    present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value already on the Node
+    (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
+    unless that value is the one we set; a node that had gpu.present=true and no longer has a GPU gets
+    gpu.present=false and loses its deploy labels; owned labels no longer desired are removed. absent: remove the
+    owned labels. A label whose value someone changed since we set it is theirs: neither removed nor counted as ours.
+    """
+    current = dict(current or {})
+    after = dict(current)
+    owned = dict(owned or {})
+
+    def still_ours(key):
+        return key in owned and owned[key] in (None, current.get(key))
+
+    new_owned = {}
+    if state == 'absent':
+        for key in owned:
+            if still_ours(key):
+                after.pop(key, None)
+    else:
+        desired = dict(desired)
+        if PRESENT not in desired and current.get(PRESENT) == 'true':
+            desired[PRESENT] = 'false'
+            for key in current:
+                if key.startswith(DEPLOY):
+                    after.pop(key)
+        for key, value in desired.items():
+            found = current.get(key)
+            if key.startswith(DEPLOY) and value == 'true' and found not in (None, '', 'true') and owned.get(key) != found:
+                # Kept as found; whoever set that value owns the label from now on.
+                continue
+            after[key] = value
+            new_owned[key] = value
+        for key in set(owned) - set(desired):
+            if still_ours(key):
+                after.pop(key, None)
+    return dict(
+        labels=after,
+        owned=sorted(new_owned),
+        owned_values=new_owned,
+        added=sorted(key for key in after if key not in current),
+        updated=sorted(key for key in after if key in current and after[key] != current[key]),
+        removed=sorted(key for key in current if key not in after),
+    )
+
+
+def merge_patch(current_owned, plan, resource_version):
+    """The JSON merge patch taking the Node from its current labels/annotation to the plan; None when nothing changes.
+
+    current_owned is owned_labels() of the Node as read.
+    """
+    labels = dict((key, plan['labels'].get(key)) for key in plan['added'] + plan['updated'] + plan['removed'])
+    annotations = {}
+    if plan['owned_values'] != current_owned:
+        annotations[OWNED_ANNOTATION] = json.dumps(plan['owned_values'], sort_keys=True, separators=(',', ':')) if plan['owned_values'] else None
+    if not labels and not annotations:
+        return None
+    metadata = {'resourceVersion': resource_version}
+    if labels:
+        metadata['labels'] = labels
+    if annotations:
+        metadata['annotations'] = annotations
+    return {'metadata': metadata}
+
+
+def node_ref(node_name):
+    return k8s_client.ObjectRef('Node', node_name, 'nodes')
+
+
+def read_node(api, node_name):
+    """The Node as decoded JSON (raw: the client's models reject a Node whose status lacks fields they require)."""
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # needed only where the API is called
+    return json.loads(api.call('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name, _preload_content=False).data)
+
+
+def apply(api, node_name, desired, state='present', check_mode=False):
+    """Read the Node, reconcile and patch it (k8s_client.Api); returns (plan, before_labels, changed).
+
+    The patch carries the resourceVersion read: when the Node changed in between (409 Conflict),
+    it is read and reconciled again, so labels set by others in the meantime are kept.
+    """
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
+    core = CoreV1Api(api.client)
+
+    def attempt():
+        metadata = read_node(api, node_name)['metadata']
+        current = dict(metadata.get('labels') or {})
+        owned = owned_labels(metadata.get('annotations'))
+        plan = reconcile(current, owned, desired, state)
+        patch = merge_patch(owned, plan, metadata.get('resourceVersion'))
+        if patch is None:
+            return (plan, current), None
+        return (plan, current), lambda: api.call('patch', node_ref(node_name), core.patch_node, node_name, patch,
+                                                 _content_type='application/merge-patch+json')
+
+    (plan, current), changed = api.read_modify_write(attempt, check_mode)
+    return plan, current, changed

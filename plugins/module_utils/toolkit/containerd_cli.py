@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Running the containerd binary on the node."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
+
+
+def _containerd(module, args):
+    """stdout of `containerd <args>`, or None when containerd is not installed; CommandError when it fails."""
+    if module.get_bin_path('containerd') is None:
+        return None
+    return commands.checked(module, ['containerd'] + args)
+
+
+def default_config(module):
+    """Text of `containerd config default`, or None when containerd is not installed."""
+    return _containerd(module, ['config', 'default'])
+
+
+def config_dump(module, path):
+    """Text of `containerd --config <path> config dump`: containerd's own reading of the file and its imports."""
+    return _containerd(module, ['--config', path, 'config', 'dump'])

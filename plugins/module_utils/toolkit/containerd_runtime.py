@@ -1,0 +1,179 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Plan, then act, for the containerd_nvidia_runtime module.
+
+plan() is pure: it takes the current bytes of every file involved (config,
+drop-in, state file) and returns the bytes each should have, the state to keep
+and the values to return. execute() does the I/O. Undo information lives on the
+node in a JSON state file next to the config (see state_path), so
+present -> absent restores the original bytes whoever runs the playbook.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_config as cc
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config as rc
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import all_runtime_names, runtime_entries
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import Plan, state_path
+
+
+def plan(params, current, load_default_config):
+    """Compute the end state.
+
+    `current` maps every path involved (config, drop-in, state file) to its
+    bytes or None; `load_default_config` returns `containerd config default`
+    output or None and is only called when the config is missing or empty.
+    """
+    path = params['path']
+    drop_in = params.get('drop_in')
+    result = Plan(current)
+    state = rc.load_state(current.get(state_path(path)), state_path(path))
+    if params['state'] == 'present':
+        _plan_present(params, result, state, load_default_config)
+    else:
+        _plan_absent(params, result, state)
+    doc = cc.parse(rc.text(result.desired[path], path), path) if result.desired[path] is not None else cc.parse('')
+    version = cc.detect_version(doc)
+    effective_default = cc.default_runtime(doc, version)
+    if drop_in and result.desired.get(drop_in) is not None:
+        effective_default = cc.default_runtime(cc.parse(rc.text(result.desired[drop_in], drop_in), drop_in), version) or effective_default
+    result.result.update(
+        path=path,
+        drop_in=drop_in,
+        config_version=version,
+        cri_table=cc.dotted(cc.cri_keys(version)),
+        default_runtime=effective_default,
+    )
+    return result
+
+
+def _source_doc(params, text, load_default_config):
+    """The document runtimes inherit from, and whether it came from containerd itself."""
+    if text.strip() or params['config_source'] == 'file':
+        return cc.parse(text, params['path']), False
+    default_text = load_default_config()
+    if default_text is None:
+        if params['config_source'] == 'command':
+            raise rc.ConfigError('config_source=command but containerd is not installed, so `containerd config default` cannot run')
+        return cc.parse('', params['path']), False
+    return cc.parse(default_text, 'containerd config default'), True
+
+
+def _plan_present(params, result, state, load_default_config):
+    path, drop_in = params['path'], params.get('drop_in')
+    entries = runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants'])
+    names = [name for name, _binary in entries]
+    file_text = rc.text(result.current[path], path)
+    source, from_command = _source_doc(params, file_text, load_default_config)
+    version = cc.detect_version(source)
+    file_doc = cc.parse(file_text, path) if drop_in else source
+    if drop_in:
+        if version == 1:
+            raise rc.ConfigError('drop_in needs a config of version 2 or later; %s is version 1' % path)
+        target = cc.parse(rc.text(result.current.get(drop_in), drop_in), drop_in)
+        docs = [target]
+    else:
+        target = source
+        docs = [source]
+    state = rc.usable_state(state, result.current, path,
+                            lambda recorded: any(cc.get_table(doc, cc.runtimes_keys(version) + (name,)) is not None
+                                                 for doc in docs for name in recorded))
+    previous_names = state['runtimes'] if state else []
+    ours = set(names) | set(previous_names)
+    stale = [name for name in previous_names if name not in names]
+    if drop_in:
+        cc.ensure_version(target, version)
+        if version == 2:
+            cc.copy_cri_section(source, target, version)
+        facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours,
+                                 sources=[target, source], stale=stale)
+        import_added, version_added = cc.add_import(file_doc, drop_in, version)
+        result.desired[drop_in] = rc.to_bytes(cc.dumps(target))
+    else:
+        facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours, stale=stale)
+        import_added = False
+        version_added = facts['version_added']
+    if from_command and not drop_in:
+        result.desired[path] = rc.to_bytes(cc.dumps(target))
+    else:
+        result.desired[path] = rc.to_bytes(cc.dumps(file_doc))
+
+    new_state = _next_state(params, state, result, facts, names, import_added, version_added)
+    result.desired[state_path(path)] = rc.dump_state(new_state) if new_state else result.current.get(state_path(path))
+    result.result.update(
+        runtimes=names,
+        previous_default_runtime=new_state['previous_default'] if new_state else facts['previous_default'],
+        inherited_from=facts['inherited_from'],
+    )
+
+
+def _next_state(params, state, result, facts, names, import_added, version_added):
+    """The undo record after this run; None when there is nothing of ours to undo."""
+    path, drop_in = params['path'], params.get('drop_in')
+    first = dict(previous_default=facts['previous_default'], previous_enable_cdi=facts['previous_enable_cdi'],
+                 enable_cdi_set=False, import_added=False, version_added=False)
+    state = rc.next_state(state, path, first, names, [name for name in (path, drop_in) if name], result.current, result.desired)
+    if state is None:
+        return None
+    state['drop_in'] = drop_in
+    state['enable_cdi_set'] = state['enable_cdi_set'] or (params['enable_cdi'] and facts['previous_enable_cdi'] is not True)
+    state['import_added'] = state['import_added'] or import_added
+    state['version_added'] = state['version_added'] or version_added
+    return state
+
+
+def _plan_absent(params, result, state):
+    path = params['path']
+    result.desired[state_path(path)] = None
+    if state is not None and state.get('path') == path:
+        names = state['runtimes']
+        previous_default = state['previous_default']
+        rc.restore_files(result, state, lambda name: _undo_structurally(params, result, name, state))
+    else:
+        # No record: undo what can be recognised as ours, as nvidia-ctk does.
+        names = all_runtime_names(params['runtime_name'])
+        previous_default = None
+        state = {'runtimes': names, 'drop_in': params.get('drop_in'), 'previous_default': None, 'previous_enable_cdi': None,
+                 'enable_cdi_set': False, 'import_added': True, 'version_added': False, 'files': {}, 'structural_only': True}
+        for name in (path, params.get('drop_in')):
+            if name and result.current.get(name) is not None:
+                _undo_structurally(params, result, name, state)
+    result.result.update(runtimes=names, previous_default_runtime=previous_default)
+
+
+def _undo_structurally(params, result, name, state):
+    """Remove what we added from a file that changed since we wrote it (or has no record)."""
+    current = result.current.get(name)
+    if current is None:
+        return
+    drop_in = state.get('drop_in')
+    if name == drop_in and not state['files'].get(name, {}).get('existed', False):
+        # The drop-in is ours: we created it, or the caller named it as ours.
+        result.desired[name] = None
+        return
+    doc = cc.parse(rc.text(current, name), name)
+    version = cc.detect_version(doc)
+    if name == drop_in or not drop_in:
+        cc.apply_absent(doc, version, state['runtimes'],
+                        previous_default=state['previous_default'], restore_default=not state.get('structural_only'),
+                        previous_enable_cdi=state['previous_enable_cdi'], restore_enable_cdi=state['enable_cdi_set'])
+    if drop_in and name == params['path'] and state['import_added']:
+        cc.remove_import(doc, drop_in)
+    if state['version_added']:
+        cc.drop_lone_version(doc)
+    result.desired[name] = rc.to_bytes(cc.dumps(doc))
+
+
+def execute(module, result):
+    """Write what plan() decided; nothing in check mode. Returns the module's result dict."""
+    return rc.execute(module, result, module.params['path'], state_path(module.params['path']))
+
+
+def gather(module):
+    """Current bytes of every file the module may touch."""
+    path = module.params['path']
+    return rc.gather([path, module.params.get('drop_in'), state_path(path)])

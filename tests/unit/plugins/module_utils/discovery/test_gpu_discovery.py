@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""gpu_discovery on the captured fixtures: sysfs/procfs readers, nvidia-smi parsers, the merged view."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import os
+import platform
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as disc
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import A100_40GB_MIG_LIST, GPUS, SIMULATOR, facts_of, listing_only_runner, sim_runner
+
+
+def read(*parts):
+    with open(os.path.join(GPUS, *parts), encoding='utf-8') as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('fixture, addresses', [
+    ('h100-sxm5-80gb-x1', ['0000:00:09.0']),
+    ('a100-sxm4-80gb-mig', ['0000:01:00.0']),
+    ('t4', ['0000:00:1e.0']),
+    # Ten PCI functions, one a VirtualBox VGA controller (vendor 80ee): not an NVIDIA GPU.
+    ('cpu-only', []),
+])
+def test_nvidia_display_devices(fixture, addresses):
+    devices = disc.pci_devices(os.path.join(GPUS, fixture, 'sys'))
+    assert [dev['address'] for dev in disc.nvidia_display_devices(devices)] == addresses
+    if fixture == 'cpu-only':
+        assert len(devices) == 10 and any(dev['pci_class'] == '0x030000' for dev in devices)
+
+
+@pytest.mark.parametrize('fixture, version', [
+    ('h100-sxm5-80gb-x1', '590.48.01'), ('a100-sxm4-80gb-mig', '535.54.03'), ('t4', None), ('cpu-only', None)])
+def test_proc_driver_version(fixture, version):
+    assert disc.proc_driver_version(os.path.join(GPUS, fixture, 'proc')) == version
+
+
+def test_host_kernel_and_os_release_match_the_standard_library():
+    # The real files of the machine running the tests, checked against independent readers.
+    assert disc.kernel_release('/proc') == os.uname().release
+    expected = platform.freedesktop_os_release()
+    parsed = disc.os_release('/etc/os-release')
+    assert {key: parsed.get(key) for key in ('ID', 'VERSION_ID')} == {key: expected.get(key) for key in ('ID', 'VERSION_ID')}
+
+
+def test_missing_files_read_as_unknown(tmp_path):
+    assert disc.os_release(str(tmp_path / 'os-release')) == {}
+    assert disc.kernel_release(str(tmp_path)) is None and disc.dmi_product_name(str(tmp_path)) is None
+    assert disc.pci_devices(str(tmp_path)) == []
+
+
+def test_parse_xml_a100_mig():
+    report = disc.parse_smi_xml(read('a100-sxm4-80gb-mig', 'nvidia-smi', 'q-x.xml'))
+    assert (report['driver_version'], report['cuda_version'], report['attached_gpus']) == ('535.54.03', '12.2', 4)
+    # The upstream capture was trimmed to one <gpu> although attached_gpus says 4 (see SOURCE.md).
+    [gpu] = report['gpus']
+    assert gpu['address'] == '0000:01:00.0' and gpu['name'] == 'NVIDIA A100-SXM4-80GB' and gpu['architecture'] == 'Ampere'
+    assert gpu['memory'] == 81920 and gpu['mig_capable'] and gpu['mig_enabled'] and gpu['compute_capability'] is None
+    assert [dev['index'] for dev in gpu['mig_devices']] == [0, 1, 2, 3]
+    assert gpu['mig_devices'][0] == dict(index=0, memory=19968, multiprocessors=14,
+                                         engines=dict(copy=1, decoder=1, encoder=0, jpeg=0, ofa=0))
+
+
+def test_parse_xml_t4_is_not_mig_capable():
+    [gpu] = disc.parse_smi_xml(read('t4', 'nvidia-smi', 'q-x.xml'))['gpus']
+    assert (gpu['name'], gpu['memory'], gpu['architecture'], gpu['address']) == ('Tesla T4', 15360, 'Turing', '0000:00:1e.0')
+    assert not gpu['mig_capable'] and not gpu['mig_enabled'] and gpu['mig_devices'] == []
+
+
+@pytest.mark.parametrize('text, message', [
+    (read('t4', 'nvidia-smi', 'q-x.xml')[:5000], 'malformed XML'),
+    ('<?xml version="1.0" ?><nvidia_smi><gpu/></nvidia_smi>', 'root element is <nvidia_smi>'),
+    (read('t4', 'nvidia-smi', 'q-x.xml').replace('<total>15360 MiB</total>', '<total>15 GiB</total>', 1), 'expected "<number> MiB"'),
+])
+def test_parse_xml_rejects_malformed_output(text, message):
+    with pytest.raises(disc.DiscoveryError, match=message):
+        disc.parse_smi_xml(text)
+
+
+def test_query_gpu_through_the_simulator_h100():
+    rc, out, err = sim_runner(os.path.join(GPUS, 'h100-sxm5-80gb-x1'))([SIMULATOR] + disc.QUERY_GPU_ARGS)
+    assert rc == 0, err
+    [row] = disc.parse_query_gpu(out)
+    assert row == {'index': '0', 'uuid': 'GPU-00000000-0000-0000-0000-000000000000', 'pci.bus_id': '00000000:00:09.0',
+                   'name': 'NVIDIA H100 80GB HBM3', 'memory.total': '81559', 'compute_cap': '9.0', 'driver_version': '590.48.01',
+                   'mig.mode.current': 'Disabled'}
+
+
+def test_query_gpu_rejects_a_short_row():
+    with pytest.raises(disc.DiscoveryError, match='line 1 has 2 fields, expected 8'):
+        disc.parse_query_gpu('0, NVIDIA H100 80GB HBM3\n')
+
+
+def test_parse_list_gpus():
+    assert disc.parse_list_gpus(read('h100-sxm5-80gb-x1', 'nvidia-smi', 'L.txt')) == [
+        dict(index=0, name='NVIDIA H100 80GB HBM3', uuid='GPU-00000000-0000-0000-0000-000000000000', mig_profiles=[])]
+    [gpu] = disc.parse_list_gpus(A100_40GB_MIG_LIST)
+    assert gpu['name'] == 'A100-SXM4-40GB' and gpu['mig_profiles'] == ['1c.3g.20gb', '1c.3g.20gb']
+    with pytest.raises(disc.DiscoveryError, match='does not document'):
+        disc.parse_list_gpus('No devices were found\n')
+
+
+@pytest.mark.parametrize('fixture, expected, failed_queries', [
+    # name, memory, compute capability, MIG enabled, MIG devices known
+    ('h100-sxm5-80gb-x1', [('NVIDIA H100 80GB HBM3', 81559, (9, 0), False)], ['-q -x']),
+    ('a100-sxm4-80gb-mig', [('NVIDIA A100-SXM4-80GB', 81920, None, True)], ['--query-gpu', '-L']),
+    ('t4', [('Tesla T4', 15360, None, False)], ['--query-gpu', '-L']),
+    ('cpu-only', [], ['-q -x', '--query-gpu', '-L']),
+])
+def test_gather_uses_what_each_fixture_captured(fixture, expected, failed_queries):
+    facts = facts_of(fixture)
+    assert [(gpu['name'], gpu['memory'], gpu['compute_capability'], gpu['mig_enabled']) for gpu in facts['gpus']] == expected
+    errors = facts['nvidia_smi_errors']
+    assert [query for query in ('-q -x', '--query-gpu', '-L') if any(' %s failed' % query in error for error in errors)] == failed_queries
+    assert len(errors) == len(failed_queries)
+    assert all(gpu['pci_class'] == '0x030200' for gpu in facts['gpus'])
+    if fixture == 'cpu-only':
+        assert 'rc=9' in facts['nvidia_smi_errors'][0] and "couldn't communicate with the NVIDIA driver" in facts['nvidia_smi_errors'][0]
+
+
+def test_gpu_on_the_bus_with_the_driver_not_loaded():
+    facts = facts_of('a100-sxm4-80gb-mig', smi_fixture='cpu-only')
+    assert facts['gpus'] == [] and len(facts['pci_gpus']) == 1 and len(facts['nvidia_smi_errors']) == 3
+    assert facts['proc_driver_version'] == '535.54.03' and facts['driver_version'] is None
+
+
+def test_listing_alone_names_gpus_and_mig_profiles():
+    facts = disc.gather(listing_only_runner(A100_40GB_MIG_LIST), nvidia_smi='/usr/bin/nvidia-smi', sysfs_root=GPUS, procfs_root=GPUS,
+                        os_release_path=GPUS)
+    [gpu] = facts['gpus']
+    assert gpu['name'] == 'A100-SXM4-40GB' and gpu['mig_enabled'] and gpu['mig_profiles'] == ['1c.3g.20gb'] * 2
+
+
+def test_nvidia_smi_search_order(tmp_path):
+    assert disc.find_nvidia_smi('/opt/custom/nvidia-smi', lambda name: None) == '/opt/custom/nvidia-smi'
+    found = disc.find_nvidia_smi(None, lambda name: str(tmp_path / name))
+    fixed = [os.path.join(directory, 'nvidia-smi') for directory in disc.SEARCH_DIRS]
+    assert found in fixed + [str(tmp_path / 'nvidia-smi')]
+
+
+def test_missing_nvidia_smi_is_reported():
+    assert disc.query_nvidia_smi(None, None)[3] == ['nvidia-smi was not found (searched /usr/bin, /usr/sbin, /bin, /sbin, /opt/bin and PATH)']
+
+    def refuse(argv):
+        raise OSError(13, 'Permission denied', argv[0])
+
+    xml, rows, listing, errors = disc.query_nvidia_smi(refuse, '/x/nvidia-smi')
+    assert (xml, rows, listing) == (None, None, None) and all('could not be run' in error for error in errors)

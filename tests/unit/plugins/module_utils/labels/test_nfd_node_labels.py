@@ -1,0 +1,112 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Reconciling a Node's labels: ownership, deploy label preservation, gpu.present=false, the merge patch."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import json
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import OWNED_ANNOTATION, merge_patch, owned_labels, reconcile
+
+FOREIGN = {'kubernetes.io/hostname': 'gpu-1', 'team': 'ml'}
+DESIRED = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'Tesla-T4', 'nvidia.com/gpu.deploy.driver': 'true',
+           'nvidia.com/gpu.deploy.dcgm': 'true'}
+
+
+def annotation(owned):
+    return json.dumps(owned, sort_keys=True, separators=(',', ':'))
+
+
+def test_fresh_node_gets_everything_and_owns_it():
+    plan = reconcile(FOREIGN, {}, DESIRED)
+    assert plan['labels'] == dict(FOREIGN, **DESIRED)
+    assert plan['added'] == sorted(DESIRED) and plan['owned'] == sorted(DESIRED) and plan['updated'] == plan['removed'] == []
+    patch = merge_patch({}, plan, '42')
+    assert patch == {'metadata': {'resourceVersion': '42', 'labels': DESIRED, 'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
+
+
+def test_second_run_changes_nothing():
+    plan = reconcile(dict(FOREIGN, **DESIRED), DESIRED, DESIRED)
+    assert plan['added'] == plan['updated'] == plan['removed'] == []
+    assert merge_patch(DESIRED, plan, '43') is None
+
+
+def test_an_earlier_releases_list_of_keys_is_rewritten_with_the_values():
+    plan = reconcile(dict(FOREIGN, **DESIRED), dict.fromkeys(DESIRED), DESIRED)
+    assert plan['added'] == plan['updated'] == plan['removed'] == []
+    assert merge_patch(dict.fromkeys(DESIRED), plan, '44') == {'metadata': {'resourceVersion': '44', 'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
+
+
+def test_stale_owned_label_is_removed_foreign_ones_stay():
+    current = dict(FOREIGN, **DESIRED, **{'nvidia.com/mig.strategy': 'single', 'nvidia.com/gpu.count': '9'})
+    owned = dict(DESIRED, **{'nvidia.com/mig.strategy': 'single'})
+    # gpu.count is under our prefix but was not set by us: it is left alone unless desired.
+    plan = reconcile(current, owned, DESIRED)
+    assert plan['removed'] == ['nvidia.com/mig.strategy'] and plan['labels']['nvidia.com/gpu.count'] == '9'
+    assert merge_patch(owned, plan, '1') == {'metadata': {
+        'resourceVersion': '1', 'labels': {'nvidia.com/mig.strategy': None}, 'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
+
+
+# (value on the Node, what the annotation says we set it to: None = not ours, '?' = an earlier release's list of keys)
+@pytest.mark.parametrize('value, ours', [('pre-installed', None), ('paused-for-driver-upgrade', 'true'), ('false', None), ('false', 'true'),
+                                         ('false', '?'), ('pre-installed', '?')])
+def test_existing_deploy_value_someone_else_set_is_kept(value, ours):
+    current = dict(FOREIGN, **{'nvidia.com/gpu.deploy.driver': value})
+    owned = {} if ours is None else {'nvidia.com/gpu.deploy.driver': None if ours == '?' else ours}
+    plan = reconcile(current, owned, DESIRED)
+    assert plan['labels']['nvidia.com/gpu.deploy.driver'] == value
+    # Theirs from now on: state=absent leaves it.
+    assert 'nvidia.com/gpu.deploy.driver' not in plan['owned'] + plan['updated'] + plan['removed']
+
+
+@pytest.mark.parametrize('value', ['pre-installed', 'false', 'true'])
+def test_a_deploy_value_we_set_follows_what_is_desired(value):
+    # The driver was pre-installed, and is now ours to install: the label we set goes to true and stays ours.
+    current = dict(FOREIGN, **{'nvidia.com/gpu.deploy.driver': value})
+    plan = reconcile(current, {'nvidia.com/gpu.deploy.driver': value}, DESIRED)
+    assert plan['labels']['nvidia.com/gpu.deploy.driver'] == 'true' and 'nvidia.com/gpu.deploy.driver' in plan['owned']
+    assert plan['updated'] == ([] if value == 'true' else ['nvidia.com/gpu.deploy.driver'])
+
+
+def test_explicit_deploy_value_is_forced():
+    plan = reconcile({'nvidia.com/gpu.deploy.driver': 'true'}, {}, dict(DESIRED, **{'nvidia.com/gpu.deploy.driver': 'pre-installed'}))
+    assert plan['labels']['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and plan['updated'] == ['nvidia.com/gpu.deploy.driver']
+    assert plan['owned_values']['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
+
+
+def test_node_without_gpu_anymore_gets_present_false_and_no_deploy_labels():
+    current = dict(FOREIGN, **DESIRED, **{'nvidia.com/gpu.deploy.operator-validator': 'true'})
+    plan = reconcile(current, DESIRED, {'feature.node.kubernetes.io/kernel-version.major': '6'})
+    assert plan['labels'] == dict(FOREIGN, **{'nvidia.com/gpu.present': 'false', 'feature.node.kubernetes.io/kernel-version.major': '6'})
+    assert 'nvidia.com/gpu.present' in plan['owned'] and plan['updated'] == ['nvidia.com/gpu.present']
+
+
+@pytest.mark.parametrize('owned', [DESIRED, dict.fromkeys(DESIRED)], ids=['values', 'keys'])
+def test_absent_removes_only_ours(owned):
+    current = dict(FOREIGN, **DESIRED, **{'nvidia.com/gpu.deploy.dcgm-exporter': 'true'})
+    plan = reconcile(current, owned, {}, 'absent')
+    assert plan['labels'] == dict(FOREIGN, **{'nvidia.com/gpu.deploy.dcgm-exporter': 'true'})
+    assert plan['owned'] == [] and plan['removed'] == sorted(DESIRED)
+    assert merge_patch(owned, plan, '7')['metadata']['annotations'] == {OWNED_ANNOTATION: None}
+
+
+def test_absent_and_stale_leave_a_value_someone_changed():
+    # Someone turned the DCGM exporter off on this node by editing our label.
+    current = dict(FOREIGN, **dict(DESIRED, **{'nvidia.com/gpu.deploy.dcgm': 'false'}))
+    for plan in (reconcile(current, DESIRED, {}, 'absent'), reconcile(current, DESIRED, {'nvidia.com/gpu.present': 'true'})):
+        assert plan['labels']['nvidia.com/gpu.deploy.dcgm'] == 'false' and 'nvidia.com/gpu.deploy.dcgm' not in plan['owned']
+
+
+@pytest.mark.parametrize('annotations, expected', [
+    (None, {}), ({}, {}), ({OWNED_ANNOTATION: '["a","b"]'}, {'a': None, 'b': None}), ({OWNED_ANNOTATION: 'not json'}, {}),
+    ({OWNED_ANNOTATION: '{"a": "1"}'}, {'a': '1'}), ({OWNED_ANNOTATION: '{"a": 1, "b": "x"}'}, {'b': 'x'}),
+    ({OWNED_ANNOTATION: '["a", 3]'}, {'a': None}), ({OWNED_ANNOTATION: '"a"'}, {}),
+])
+def test_owned_labels(annotations, expected):
+    assert owned_labels(annotations) == expected
