@@ -17,7 +17,7 @@ import json, sys
 inv = json.load(sys.stdin)
 for name in inv["gpu_nodes"]["hosts"]:
     hv = inv["_meta"]["hostvars"][name]
-    print(name, hv["gpuops_lab_distro"], hv.get("gpuops_lab_fixture", ""), hv.get("node_feature_discovery_nvidia_smi", "nvidia-smi"))
+    print(name, hv["gpuops_lab_distro"], hv.get("gpuops_lab_fixture", ""), hv.get("gpu_node_labels_nvidia_smi", "nvidia-smi"))
 '
 }
 

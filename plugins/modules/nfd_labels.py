@@ -130,7 +130,7 @@ options:
     type: path
 notes:
   - Run it on the GPU node with O(apply=false) and apply RV(labels) from the host that reaches the API, or with
-    O(apply=true) where the node itself has API credentials; the node_feature_discovery role does the former.
+    O(apply=true) where the node itself has API credentials; the gpu_node_labels role does the former.
   - The MIG device attributes (memory, multiprocessors, engines) come from C(nvidia-smi -q -x), the slice counts from the
     profile names of C(nvidia-smi -L).
 seealso:

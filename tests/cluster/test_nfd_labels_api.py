@@ -169,7 +169,7 @@ ROLE_PLAYBOOK = textwrap.dedent('''\
     - hosts: gpu_nodes
       gather_facts: false
       roles:
-        - role: gpuops.gpu_operator.node_feature_discovery
+        - role: gpuops.gpu_operator.gpu_node_labels
 ''')
 
 
@@ -180,10 +180,10 @@ def run_role(kube_api, tmp_path, name, **role_vars):
         'kube_api': {'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}}},
         'gpu_nodes': {'hosts': {'gpu-node': dict({
             'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable,
-            'node_feature_discovery_node_name': name,
-            'node_feature_discovery_sysfs_root': str(GPUS / 't4' / 'sys'),
-            'node_feature_discovery_procfs_root': str(GPUS / 't4' / 'proc'),
-            'node_feature_discovery_nvidia_smi': str(GPUS / 'gpuops-lab-nvidia-smi')}, **role_vars)}}}}}))
+            'gpu_node_labels_node_name': name,
+            'gpu_node_labels_sysfs_root': str(GPUS / 't4' / 'sys'),
+            'gpu_node_labels_procfs_root': str(GPUS / 't4' / 'proc'),
+            'gpu_node_labels_nvidia_smi': str(GPUS / 'gpuops-lab-nvidia-smi')}, **role_vars)}}}}}))
     playbook = tmp_path / 'role.yml'
     playbook.write_text(ROLE_PLAYBOOK)
     env = dict(kube_api.env(), GPUOPS_LAB_GPU_FIXTURE=str(GPUS / 't4'))
@@ -201,13 +201,13 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
     assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.deploy.driver'] == 'true'
     assert run_role(kube_api, tmp_path, name) == 0
     # gfd.enabled=false and deploy.driver given: the GFD labels go, gpu.present and the deploy labels stay.
-    assert run_role(kube_api, tmp_path, name, node_feature_discovery_gfd_enabled=False,
-                    node_feature_discovery_deploy={'driver': 'pre-installed'}) == 1
+    assert run_role(kube_api, tmp_path, name, gpu_node_labels_gfd_enabled=False,
+                    gpu_node_labels_deploy={'driver': 'pre-installed'}) == 1
     labels = node_meta(core, name)[0]
     assert 'nvidia.com/gpu.product' not in labels and 'nvidia.com/cuda.driver.major' not in labels and 'nvidia.com/mig.capable' not in labels
     assert labels['nvidia.com/gpu.present'] == 'true' and labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
     assert labels['feature.node.kubernetes.io/pci-10de.present'] == 'true'
-    assert run_role(kube_api, tmp_path, name, node_feature_discovery_state='absent') == 1
+    assert run_role(kube_api, tmp_path, name, gpu_node_labels_state='absent') == 1
     labels, annotations = node_meta(core, name)[:2]
     assert not any(key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-')) for key in labels) and labels['gpuops.test/foreign'] == 'keep-me'
     assert OWNED_ANNOTATION not in annotations

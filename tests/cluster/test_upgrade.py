@@ -79,7 +79,7 @@ def run_upgrade(kube_api, tmp_path, nodes, gpus, fixtures, extra=None, options=(
     for host, fixture in fixtures.items():
         fixture, variables = (fixture, {}) if isinstance(fixture, str) else fixture
         sysfs, procfs, smi = gpus[fixture]
-        hosts[host] = dict(variables, node_feature_discovery_node_name=nodes[host], nvidia_driver_sysfs_root=sysfs,
+        hosts[host] = dict(variables, gpu_node_labels_node_name=nodes[host], nvidia_driver_sysfs_root=sysfs,
                            nvidia_driver_procfs_root=procfs, nvidia_driver_nvidia_smi=smi,
                            nvidia_driver_validations_dir=str(tmp_path / 'validations' / host))
     common = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}

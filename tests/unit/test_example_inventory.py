@@ -60,14 +60,14 @@ def test_every_role_variable_is_an_option_of_its_role(inventory):
             errors = ArgumentSpecValidator(spec).validate(literal, validate_role_argument_spec=True).error_messages
             assert errors == [], f'{host}: {errors}'
             checked |= set(literal)
-    assert {'nvidia_driver_version', 'container_toolkit_runtime', 'gpu_cluster_operands_policy', 'node_feature_discovery_mig_strategy'} <= checked
+    assert {'nvidia_driver_version', 'container_toolkit_runtime', 'gpu_cluster_operands_policy', 'gpu_node_labels_mig_strategy'} <= checked
 
 
 def test_cluster_and_node_settings_agree(inventory):
     """mig.strategy and the device plugin's sharing are set twice (cluster and node labels): they must agree."""
     everywhere = yaml.safe_load((EXAMPLE / 'group_vars' / 'all.yml').read_text())
     nodes = yaml.safe_load((EXAMPLE / 'group_vars' / 'gpu_nodes.yml').read_text())
-    assert everywhere['gpu_cluster_operands_policy']['mig']['strategy'] == nodes['node_feature_discovery_mig_strategy']
+    assert everywhere['gpu_cluster_operands_policy']['mig']['strategy'] == nodes['gpu_node_labels_mig_strategy']
     replicas = everywhere['gpu_cluster_operands_device_plugin_config']['sharing']['timeSlicing']['resources'][0]['replicas']
-    assert (nodes['node_feature_discovery_sharing']['strategy'], nodes['node_feature_discovery_sharing']['replicas']) == ('time-slicing', replicas)
+    assert (nodes['gpu_node_labels_sharing']['strategy'], nodes['gpu_node_labels_sharing']['replicas']) == ('time-slicing', replicas)
     assert inventory['_meta']['hostvars']['localhost']['gpu_cluster_base_namespace'] == 'gpu-operator'

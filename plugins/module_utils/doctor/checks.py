@@ -371,10 +371,10 @@ def _reload_findings(runtime, name):
 # --- cluster checks: per Node -----------------------------------------------------------------
 
 def label_findings(node_name, node, expected):
-    """Labels the node_feature_discovery role would set (`expected`) that the Node lacks or has with another value."""
+    """Labels the gpu_node_labels role would set (`expected`) that the Node lacks or has with another value."""
     if node is None:
         return [finding('node-not-registered', 'error', 'no Node named %s in the API' % node_name, [],
-                        'join the node to the cluster, or set node_feature_discovery_node_name to its Node name')]
+                        'join the node to the cluster, or set gpu_node_labels_node_name to its Node name')]
     if expected is None:
         return []
     metadata = node.get('metadata') or {}

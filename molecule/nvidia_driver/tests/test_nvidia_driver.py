@@ -27,9 +27,9 @@ NO_DRIVER_EXIT = 9
 H200_DRIVER = dict(installed=True, loaded=True, version='580.159.04', branch='580', source='pre-installed', kernel_module_type='open')
 EPHEMERAL = os.environ.get('MOLECULE_EPHEMERAL_DIRECTORY', '')
 
-NO_DRIVER = 'driver-bookworm'
-PRE_INSTALLED = 'driver-trixie'
-NO_GPU = 'driver-sid'
+NO_DRIVER = 'nvidia_driver-bookworm'
+PRE_INSTALLED = 'nvidia_driver-trixie'
+NO_GPU = 'nvidia_driver-sid'
 
 
 def node(name):

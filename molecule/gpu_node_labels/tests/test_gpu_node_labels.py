@@ -15,14 +15,14 @@ import os
 import kubernetes
 
 # Per node: the GPU fixture's product and family (tests/lab/images/recipe.toml mounts it), whether
-# node_feature_discovery_nfd_enabled is set (molecule.yml), and labels prepare.yml or host_vars make special.
+# gpu_node_labels_nfd_enabled is set (molecule.yml), and labels prepare.yml or host_vars make special.
 # The H100 and A100 captures' /proc shows their driver loaded, so the role itself labels it pre-installed.
 EXPECTED = {
-    'nfd_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', True, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
-    'nfd_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere', False,
+    'gpu_node_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', True, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
+    'gpu_node_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere', False,
                           {'nvidia.com/mig.strategy': 'single', 'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
     # The T4 is not MIG capable: no mig-manager; prepare.yml marked its driver pre-installed, which the role keeps.
-    'nfd_labels-sid': ('Tesla-T4', 'turing', False, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
+    'gpu_node_labels-sid': ('Tesla-T4', 'turing', False, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
 }
 FEATURES_D = '/etc/kubernetes/node-feature-discovery/features.d/gpuops'
 OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
@@ -36,7 +36,7 @@ def expected(host):
 
 
 def node_name(host):
-    # As molecule.yml's node_feature_discovery_node_name.
+    # As molecule.yml's gpu_node_labels_node_name.
     return host.backend.get_hostname().replace('_', '-')
 
 
