@@ -10,6 +10,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
 
 
@@ -18,7 +19,7 @@ def _checked(function):
     def wrapper(*args, **kwargs):
         try:
             return function(*args, **kwargs)
-        except cluster_manifests.ManifestError as exc:
+        except GpuOpsError as exc:
             raise AnsibleFilterError('gpuops.gpu_operator: %s' % exc) from None
     wrapper.__doc__ = function.__doc__
     return wrapper

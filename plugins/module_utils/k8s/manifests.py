@@ -20,6 +20,7 @@ import datetime
 import hashlib
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images
 
 MANAGED_BY = {'app.kubernetes.io/managed-by': 'gpuops.gpu_operator'}
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
@@ -157,12 +158,6 @@ def _merge(base, override):
     return result
 
 
-def _rewrite_registry(repository, registry):
-    """Put `registry` in place of the registry host of `repository` (nvcr.io/nvidia -> registry/nvidia)."""
-    path = repository.split('/', 1)[1] if '/' in repository else repository
-    return registry.rstrip('/') + '/' + path
-
-
 def resolve_policy(policy=None, registry=''):
     """The Operator's defaults overlaid with `policy`; `registry` rewrites every default repository.
 
@@ -176,7 +171,7 @@ def resolve_policy(policy=None, registry=''):
     for key in COMPONENTS:
         resolved[key] = _merge(COMMON_DEFAULTS, resolved[key])
         if registry and not (policy.get(key) or {}).get('repository'):
-            resolved[key]['repository'] = _rewrite_registry(resolved[key]['repository'], registry)
+            resolved[key]['repository'] = images.mirrored(resolved[key]['repository'], registry)
         for field in ('repository', 'image', 'version'):
             if not resolved[key].get(field):
                 raise ManifestError('%s.%s must not be empty' % (key, field))
@@ -187,8 +182,8 @@ def resolve_policy(policy=None, registry=''):
     return resolved
 
 
-def image(spec):
-    return '%s/%s:%s' % (spec['repository'].rstrip('/'), spec['image'], spec['version'])
+def image(spec, where='image'):
+    return images.reference(spec['repository'], spec['image'], spec['version'], where)
 
 
 def _meta(name, namespace=None, labels=None):
@@ -280,7 +275,7 @@ def daemonset(key, policy, namespace):
         mounts.append({'name': 'config', 'mountPath': '/config' if key == 'devicePlugin' else '/mig-parted-config', 'readOnly': True})
         volumes.append({'name': 'config', 'configMap': {'name': part['config_map']}})
     container = {
-        'name': part['container'], 'image': image(spec), 'imagePullPolicy': spec['imagePullPolicy'],
+        'name': part['container'], 'image': image(spec, key), 'imagePullPolicy': spec['imagePullPolicy'],
         'env': part['env'] + spec['env'], 'volumeMounts': mounts, 'securityContext': part['security'],
     }
     for field, value in (('command', part['command']), ('args', spec['args']), ('resources', spec['resources']), ('ports', part.get('ports'))):
@@ -510,12 +505,12 @@ def validator_pod(namespace='gpu-operator', settings=None, registry='', tolerati
     """The vectorAdd Pod: one nvidia.com/gpu, the GPU toleration, run once."""
     spec = _merge(DEFAULT_VALIDATOR, settings)
     if registry and not (settings or {}).get('repository'):
-        spec['repository'] = _rewrite_registry(spec['repository'], registry)
+        spec['repository'] = images.mirrored(spec['repository'], registry)
     pod = {
         'restartPolicy': 'Never', 'serviceAccountName': VALIDATOR_ACCOUNT, 'automountServiceAccountToken': False,
         'runtimeClassName': 'nvidia',
         'tolerations': DEFAULT_POLICY['daemonsets']['tolerations'] if tolerations is None else tolerations,
-        'containers': [{'name': 'cuda-vectoradd', 'image': image(spec), 'imagePullPolicy': spec['imagePullPolicy'],
+        'containers': [{'name': 'cuda-vectoradd', 'image': image(spec, 'validator'), 'imagePullPolicy': spec['imagePullPolicy'],
                         'resources': {'limits': {'nvidia.com/gpu': '1'}}}],  # a quantity, as the API returns it
     }
     if spec['imagePullSecrets']:
