@@ -20,7 +20,7 @@ import kubernetes
 EXPECTED = {
     'gpu_node_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', True, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
     'gpu_node_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere', False,
-                          {'nvidia.com/mig.strategy': 'single', 'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
+                               {'nvidia.com/mig.strategy': 'single', 'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
     # The T4 is not MIG capable: no mig-manager; prepare.yml marked its driver pre-installed, which the role keeps.
     'gpu_node_labels-sid': ('Tesla-T4', 'turing', False, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
 }

@@ -35,6 +35,7 @@ FALLBACK_RUNTIMES = ('runc', 'crun')
 # nvidia-ctk never inherits from a runtime whose name starts with this.
 NVIDIA_PREFIX = 'nvidia'
 
+
 def detect_version(doc):
     """Empty document: version 2; content without `version`: 1; else the integer."""
     if len(doc) == 0:
