@@ -40,7 +40,7 @@ TARGETS = {
     'toolkit/docker_config.py': ['toolkit/test_docker_config.py'],
     'toolkit/crio_config.py': ['toolkit/test_crio_config.py'],
     'toolkit/runtime_config.py': ['toolkit/test_containerd_config.py', 'toolkit/test_crio_config.py', 'toolkit/test_docker_config.py'],
-    'labels/rules.py': ['labels/test_nfd_label_rules.py'],
+    'labels/rules.py': ['labels/test_nfd_label_rules.py', 'labels/test_node_labels_to_apply.py'],
     'driver/plan.py': ['driver/test_driver_plan.py'],
     'driver/packages.py': ['driver/test_driver_packages.py'],
     'k8s/manifests.py': ['k8s/test_cluster_manifests.py'],
