@@ -17,13 +17,14 @@ export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export ANSIBLE_COLLECTIONS_PATH := $(BUILD)/collections
 export PYTHONPATH := $(BUILD)/collections:$(CURDIR)
 
-.PHONY: help setup host venv collections images test demo demo-down bench clean
+.PHONY: help setup host venv collections images test demo demo-down bench mutation clean
 
 help:
 	@echo "make demo       run playbooks/site.yml against the built-in lab and print a per-node summary"
 	@echo "make test       run every test and quality gate (installs what it needs)"
 	@echo "make demo-down  stop the lab nodes and the API stand-in left by make demo"
 	@echo "make bench      time site.yml on 1-8 lab nodes and the modules; writes bench/results/ (not in make test)"
+	@echo "make mutation   mutmut over the pure module_utils, each file within MUTATION_BUDGET seconds (not in make test)"
 	@echo "make clean      remove .build (venv, collections, caches); lab images stay in podman"
 
 setup: host venv collections
@@ -66,4 +67,17 @@ bench: setup images $(BENCH_STAMP)
 # A new venv (requirements.txt changed) has no stamp: the bench packages go in again.
 $(BENCH_STAMP): bench/requirements.txt $(VENV_STAMP)
 	@$(VENV)/bin/pip install -q --disable-pip-version-check -r bench/requirements.txt
+	@touch $@
+
+MUTATION_REQ_HASH := $(shell sha256sum tools/mutation-requirements.txt | cut -c1-12)
+MUTATION_STAMP := $(VENV)/.mutation-requirements-$(MUTATION_REQ_HASH)
+# Seconds per file: mutants not tried by then are reported as not checked.
+MUTATION_BUDGET ?= 600
+
+# Not a gate: prints (and writes .build/mutation/report.txt) the share of mutants killed per file.
+mutation: setup $(MUTATION_STAMP)
+	@$(PY) tools/mutation.py --budget $(MUTATION_BUDGET) $(MUTATION_ARGS)
+
+$(MUTATION_STAMP): tools/mutation-requirements.txt $(VENV_STAMP)
+	@$(VENV)/bin/pip install -q --disable-pip-version-check -r tools/mutation-requirements.txt
 	@touch $@

@@ -211,3 +211,22 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
     labels, annotations = node_meta(core, name)[:2]
     assert not any(key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-')) for key in labels) and labels['gpuops.test/foreign'] == 'keep-me'
     assert OWNED_ANNOTATION not in annotations
+
+
+def test_role_leaves_feature_labels_to_nfd(kube_api, node, tmp_path):
+    """nfd.enabled (as -e or an inventory gives a switch, 'yes'): NFD sets its own feature.node labels, the role feeds
+    it the GFD labels through features.d and applies the rest; with gfd.enabled 'false' too, only the Operator's stay."""
+    name, core = node
+    features = tmp_path / 'features.d' / 'gpuops'
+    run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_node_labels_features_d=str(features))
+    labels = node_meta(core, name)[0]
+    assert not any(key.startswith('feature.node.kubernetes.io/pci-') for key in labels), labels
+    assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.present'] == 'true'
+    assert 'nvidia.com/gpu.product=Tesla-T4' in features.read_text().splitlines()
+    run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_node_labels_gfd_enabled='false',
+             gpu_node_labels_features_d=str(features))
+    labels = node_meta(core, name)[0]
+    assert {key for key in labels if key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-'))} == {
+        'nvidia.com/gpu.present', *(key for key in labels if key.startswith('nvidia.com/gpu.deploy.'))}
+    assert labels['nvidia.com/gpu.deploy.driver'] == 'true'
+    run_role(kube_api, tmp_path, name, gpu_node_labels_state='absent', gpu_node_labels_features_d=str(features))

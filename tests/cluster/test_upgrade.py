@@ -74,6 +74,7 @@ def run_upgrade(kube_api, tmp_path, nodes, gpus, fixtures, extra=None, options=(
     """Run playbooks/upgrade.yml; returns (returncode, output, {Node name: [(state label, unschedulable)...]}).
 
     `fixtures` maps each inventory host (a, b, c) to the GPU fixture its role reads, or to (fixture, host variables).
+    `extra`: the extra variables, a dict (written as JSON) or YAML text as a user writes it.
     """
     hosts = {}
     for host, fixture in fixtures.items():
@@ -88,12 +89,13 @@ def run_upgrade(kube_api, tmp_path, nodes, gpus, fixtures, extra=None, options=(
         'gpu_nodes': {'vars': dict(common, nvidia_driver_enabled=False), 'hosts': hosts},
     }}}
     (tmp_path / 'hosts.yml').write_text(yaml.safe_dump(inventory))
-    (tmp_path / 'extra.json').write_text(json.dumps(extra or {}))
+    extra_file = tmp_path / ('extra.yml' if isinstance(extra, str) else 'extra.json')
+    extra_file.write_text(extra if isinstance(extra, str) else json.dumps(extra or {}))
     before = kubernetes.client.CoreV1Api(kube_api.api_client).list_node()
     env = kube_api.env()
     env.update(ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_FORCE_COLOR='0')
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(tmp_path / 'hosts.yml'),
-                             'playbooks/upgrade.yml', '-e', f'@{tmp_path / "extra.json"}', *options],
+                             'playbooks/upgrade.yml', '-e', f'@{extra_file}', *options],
                             env=env, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     (tmp_path / "output.txt").write_text(result.stdout + result.stderr)
     return result.returncode, result.stdout + result.stderr, history(kube_api, before, set(nodes.values()))
@@ -253,3 +255,34 @@ def test_bad_policy_touches_nothing(kube_api, tmp_path, nodes, gpus, policy, mes
     code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1'}, {'gpu_driver_upgrade_policy': policy})
     assert code != 0 and message in out, out
     assert len(steps[nodes['a']]) == 1, 'nothing changed'
+
+
+def test_policy_written_in_yaml(kube_api, tmp_path, nodes, gpus):
+    """The policy as a user writes it in a YAML vars file: a bare percentage, yes/no, a quoted number."""
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    core.create_namespaced_pod(kube_api.namespace, pod(f'{nodes["a"]}-workload', nodes['a'], 'ReplicaSet'))
+    for host in nodes:
+        label(kube_api, nodes[host], {STATE: 'upgrade-required'})
+    policy = ('gpu_driver_upgrade_policy:\n'
+              '  maxParallelUpgrades: "0"\n'
+              '  maxUnavailable: 34%\n'
+              '  drain:\n'
+              '    enable: no\n')
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy)
+    assert code == 0, out
+    # 34% of 3 GPU nodes is 1.02, rounded up: batches of 2 and 1.
+    assert batches(out) == [['a', 'b'], ['c']], out
+    no_drain = [state for state in FULL_ROLL if state != 'drain-required']
+    assert all(states(steps[name]) == no_drain for name in nodes.values()), steps
+    assert pod_names(kube_api, nodes['a']) == {f'{nodes["a"]}-workload'}, 'drain.enable: no evicts nothing'
+
+
+def test_policy_in_the_inventory_is_refused(kube_api, tmp_path, nodes, gpus):
+    """Ansible sizes the batches before it reads the inventory: a policy there would not size them, so the run stops."""
+    for host in nodes:
+        label(kube_api, nodes[host], {STATE: 'upgrade-required'})
+    policy = {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 2, 'maxUnavailable': 2}}
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {host: ('h200-x1', policy) for host in nodes})
+    assert code != 0, out
+    assert 'give the policy as an extra variable' in out, out
+    assert all(len(steps[name]) == 1 for name in nodes.values()), 'nothing changed'

@@ -331,3 +331,21 @@ def local_feature_text(labels):
     if not lines:
         return None
     return '# Written by gpuops.gpu_operator.nfd_labels; changes are overwritten.\n' + '\n'.join(lines) + '\n'
+
+
+def is_gfd_label(key):
+    """A label GPU Feature Discovery sets: nvidia.com/gpu.* (but gpu.present and the Operator's deploy labels),
+    cuda.*, mps.*, and the MIG labels (mig.*, and the mig-<profile>.* resources of the mixed strategy)."""
+    if key.startswith(GPU):
+        return key != PRESENT and not key.startswith(DEPLOY)
+    return key.startswith(('nvidia.com/cuda.', 'nvidia.com/mps.', 'nvidia.com/mig'))
+
+
+def labels_to_apply(labels, nfd_enabled=False, gfd_enabled=True):
+    """The computed labels the gpu_node_labels role puts on the Node under ClusterPolicy nfd.enabled / gfd.enabled.
+
+    With NFD running, its own feature.node.kubernetes.io labels are left to it; with GFD disabled, its labels are
+    left out (gpu.present and the deploy labels stay: the Operator sets those).
+    """
+    return dict((key, value) for key, value in labels.items()
+                if not (nfd_enabled and key.startswith(NFD)) and not (not gfd_enabled and is_gfd_label(key)))

@@ -88,10 +88,10 @@ def test_precompiled_modules_probed(os_release, version, names):
 
 
 def test_apt_candidates():
-    # `LC_ALL=C apt-cache policy bash no-such-package-xyz` on a Debian 12 host (real output; the unknown name prints
-    # nothing), then a constructed entry in the same format for a known name without an installable version.
+    # `LC_ALL=C apt-cache policy bash no-such-package-xyz` on a Debian 12 host (real output, the mirror's address
+    # replaced by an example one; the unknown name prints nothing), then a constructed entry in the same format for a known name without an installable version.
     text = ('bash:\n  Installed: 5.2.15-2+b8\n  Candidate: 5.2.15-2+b13\n  Version table:\n     5.2.15-2+b13 500\n'
-            '        500 http://deb.debian.org/debian bookworm/main amd64 Packages\n *** 5.2.15-2+b8 100\n'
+            '        500 http://mirror.example/debian bookworm/main amd64 Packages\n *** 5.2.15-2+b8 100\n'
             '        100 /var/lib/dpkg/status\n'
             'linux-modules-nvidia-570-server-open-6.8.0-60-generic:\n  Installed: (none)\n  Candidate: (none)\n  Version table:\n')
     assert pkgs.apt_candidates(text) == {'bash'}

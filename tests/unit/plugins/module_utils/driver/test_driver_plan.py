@@ -314,3 +314,17 @@ def test_a_driver_left_unloaded_needs_a_reboot(load_modules, reboot):
     planned = driver_plan.plan(facts, params_of(packages=['nvidia-smi'], load_modules=load_modules, persistence_mode=False))
     assert planned['reboot_required'] is reboot
     assert any(action.startswith('modprobe') for action in actions(planned)) is load_modules
+
+
+def test_absent_writes_back_a_file_the_install_replaced():
+    """x__absent__mutmut_115..134 survived: no test had a record of a file that was there before the install."""
+    before = 'options nouveau modeset=0\n'  # the admin's own file, which the install replaced with its blacklist
+    record = dict(manager='apt', installed=[], held=[], files={BLACKLIST: before})
+    facts = facts_of('t4', 'cpu-only', record=record, initramfs=['update-initramfs', '-u'],
+                     files={READY: None, BLACKLIST: to_bytes(driver_state.blacklist_text())})
+    planned = driver_plan.plan(facts, params_of(state='absent'))
+    assert [step for step in planned['steps'] if step.get('path') != RECORD] == [
+        dict(kind='write', path=BLACKLIST, data=to_bytes(before)), dict(kind='run', argv=['update-initramfs', '-u'])]
+    # Back as it was already (restored by hand): nothing to write, no initramfs to rebuild.
+    facts['files'][BLACKLIST] = to_bytes(before)
+    assert driver_plan.plan(facts, params_of(state='absent'))['steps'] == [dict(kind='remove', path=RECORD)]

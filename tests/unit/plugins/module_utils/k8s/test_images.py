@@ -28,6 +28,8 @@ DIGEST = 'sha256:' + 'ab' * 32
     ('nvcr.io/nvidia/k8s', 'registry.local:5000/k8s', 'registry.local:5000/k8s/nvidia/k8s'),
     ('nvcr.io/nvidia/k8s', 'harbor.corp/nvcr-proxy', 'harbor.corp/nvcr-proxy/nvidia/k8s'),
     ('localhost/nvidia', 'localhost:5000', 'localhost:5000/nvidia'),
+    # a registry of blanks (an empty YAML value with a space) is no mirror: x_mirrored__mutmut_1 survived without it
+    ('nvcr.io/nvidia/k8s', '  ', 'nvcr.io/nvidia/k8s'),
 ])
 def test_mirrored(repository, registry, expected):
     assert images.mirrored(repository, registry) == expected
@@ -58,3 +60,14 @@ def test_reference(version, expected):
 def test_bad_version(version, message):
     with pytest.raises(images.ImageError, match=message):
         images.reference('nvcr.io/nvidia', 'k8s-device-plugin', version, 'devicePlugin')
+
+
+@pytest.mark.parametrize('repository, image, message', [
+    ('', 'k8s-device-plugin', '^image.repository must be a non-empty string, not \'\'$'),
+    (' ', 'k8s-device-plugin', '^image.repository must be a non-empty string'),
+    ('nvcr.io/nvidia', None, '^image.image must be a non-empty string, not None$'),
+])
+def test_bad_setting_is_named_image_by_default(repository, image, message):
+    """Without `where`, the message names the setting image.<field>: x_reference__mutmut_1..3 survived without this."""
+    with pytest.raises(images.ImageError, match=message):
+        images.reference(repository, image, 'v1')

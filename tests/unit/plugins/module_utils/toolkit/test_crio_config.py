@@ -30,8 +30,9 @@ def run_plan(files, **overrides):
 
 
 def test_state_file_is_outside_the_drop_in_directory():
-    # CRI-O parses every file in crio.conf.d, a JSON state file there would break it.
-    assert STATE == '/etc/crio/crio.conf.d.99-nvidia.conf.gpuops-nvidia-runtime.json'
+    # CRI-O parses every file in crio.conf.d, a JSON state file there would break it. Called here, not only at import,
+    # so that mutation testing sees it (x_state_path__mutmut_1..5 survived the import-time STATE).
+    assert state_path(PATH) == STATE == '/etc/crio/crio.conf.d.99-nvidia.conf.gpuops-nvidia-runtime.json'
 
 
 @pytest.mark.parametrize('original, overrides, expected', [
@@ -73,10 +74,24 @@ def test_absent_restores_an_existing_drop_in():
     ('[crio.runtime\n', 'invalid TOML at line 1, column 14'),
     ('[crio]\nruntime = "runc"\n', 'key crio.runtime must be a table'),
     ('[crio.runtime]\nruntimes = 1\n', 'key crio.runtime.runtimes must be a table'),
+    # x_get_default__mutmut_16..21 (the message, and the file it names) survived: no test had a default of another type.
+    ('[crio.runtime]\ndefault_runtime = 1\n', '^%s: key crio.runtime.default_runtime must be a string$' % PATH),
 ])
 def test_bad_input_names_the_problem(original, message):
     with pytest.raises(rc.ConfigError, match=message):
         run_plan({PATH: original.encode()})
+
+
+def test_absent_after_an_edit_leaves_no_default_where_there_was_none():
+    """x_get_default__mutmut_22 (a missing default read as the string 'None') survived: the default of a drop-in without
+    one was only ever restored by copying its bytes back."""
+    original = b'[crio.runtime]\nlog_level = "info"\n'
+    plan, files = run_plan({PATH: original}, set_as_default=True)
+    assert plan.result['default_runtime'] == 'nvidia'
+    edited = files[PATH] + b'\n[crio.image]\npause_image = "p"\n'
+    plan, back = run_plan(dict(files, **{PATH: edited}), state='absent')
+    assert back[PATH] == b'[crio.runtime]\nlog_level = "info"\n\n[crio.image]\npause_image = "p"\n'
+    assert plan.result['default_runtime'] is None
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

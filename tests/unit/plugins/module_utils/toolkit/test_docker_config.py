@@ -111,6 +111,20 @@ def test_changing_variants_removes_the_dropped_one():
     (b'{"features": true}', 'key features must be a JSON object'),
     (b'{"default-runtime": 1}', 'key default-runtime must be a string'),
     (b'\xff{}', 'not UTF-8 at byte 0'),
+    # Whole messages, with the file and the type found. Each row kills mutants that survived without it: dockerd refuses
+    # NaN and Infinity, which Python's json reads (DockerDialect.parse__mutmut_12, _no_constant__mutmut_1..5);
+    # duplicate keys (_object_without_duplicates__mutmut_3..7); a CDI switch that is not a boolean
+    # (get_cdi__mutmut_18..25); the names of the JSON types (_json_type__mutmut_2..17, _object__mutmut_7..15,
+    # get_default__mutmut_6..13).
+    (b'{"log-opts": {"max-size": NaN}}', '^/etc/docker/daemon.json: invalid JSON: NaN is not valid JSON$'),
+    (b'{"debug": -Infinity}', '^/etc/docker/daemon.json: invalid JSON: -Infinity is not valid JSON$'),
+    (b'{"debug": true, "debug": false}', '^/etc/docker/daemon.json: invalid JSON: duplicate key "debug"$'),
+    (b'{"features": {"cdi": "yes"}}', '^/etc/docker/daemon.json: key features.cdi must be true or false, found a string$'),
+    (b'{"features": {"cdi": {}}}', '^/etc/docker/daemon.json: key features.cdi must be true or false, found an object$'),
+    (b'{"runtimes": [1]}', '^/etc/docker/daemon.json: key runtimes must be a JSON object, found an array$'),
+    (b'{"features": false}', '^/etc/docker/daemon.json: key features must be a JSON object, found a boolean$'),
+    (b'{"runtimes": null}', '^/etc/docker/daemon.json: key runtimes must be a JSON object, found null$'),
+    (b'{"default-runtime": 1.5}', '^/etc/docker/daemon.json: key default-runtime must be a string, found a number$'),
 ])
 def test_bad_input_names_the_problem(original, message):
     with pytest.raises(rc.ConfigError, match=message):

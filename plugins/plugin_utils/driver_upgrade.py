@@ -1,0 +1,172 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The rolling driver upgrade's decisions (role gpu_driver_upgrade), pure: the rollout plan from the ClusterPolicy's
+driver.upgradePolicy, a Node's upgrade state, and the Pods a drain has left.
+
+The vocabulary is the GPU Operator's: its upgrade controller's state label and skip labels on the Node, its
+driver.upgradePolicy fields and defaults, its drain-skip Pod label.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import math
+import re
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+
+STATE_LABEL = 'nvidia.com/gpu-driver-upgrade-state'
+SKIP_LABEL = 'nvidia.com/gpu-driver-upgrade.skip'
+# A Pod labelled nvidia.com/gpu-driver-upgrade-drain.skip=true stays on the node during the drain.
+DRAIN_SKIP_SELECTOR = 'nvidia.com/gpu-driver-upgrade-drain.skip!=true'
+# Written before cordoning a node that was unschedulable already, so that the upgrade leaves it cordoned.
+INITIAL_STATE_ANNOTATION = 'nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable'
+# The states in which the node's unschedulable flag is still the admin's, not the upgrade's cordon.
+STATES_BEFORE_CORDON = ('', 'upgrade-done', 'upgrade-required')
+# The GPU Operator's defaults of driver.upgradePolicy, but drain.enable: its default is false with GPU Pod deletion
+# first; a driver on the host serves every container on the node, so the upgrade drains.
+POLICY_DEFAULTS = {
+    'maxParallelUpgrades': 1,
+    'maxUnavailable': '25%',
+    'drain': {'enable': True, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False},
+}
+POLICY_KEYS = ('autoUpgrade', 'maxParallelUpgrades', 'maxUnavailable', 'drain')
+DRAIN_BOOLS = ('enable', 'force', 'deleteEmptyDir')
+USAGE = ('gpu_driver_upgrade_policy takes maxParallelUpgrades (0 = no limit), maxUnavailable (a number or a percentage), '
+         'autoUpgrade (ignored: this run is the upgrade) and drain.{enable, force, podSelector, timeoutSeconds, deleteEmptyDir}; '
+         'waitForCompletion and podDeletion are not supported')
+COUNT = re.compile(r'^[0-9]+$')
+PERCENT = re.compile(r'^([0-9]+)%$')
+BOOLS = {'true': True, 'yes': True, 'on': True, '1': True, 'false': False, 'no': False, 'off': False, '0': False}
+
+
+class UpgradePolicyError(GpuOpsError):
+    """A driver.upgradePolicy the upgrade cannot follow; the message says what the policy takes."""
+
+
+def _refuse(problem):
+    raise UpgradePolicyError('%s. %s.' % (USAGE, problem))
+
+
+def _count(value, where):
+    """A whole number >= 0, given as a number or as digits (-e key=value gives strings)."""
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and COUNT.match(value.strip()))):
+        _refuse('%s must be a whole number of 0 or more, not %r' % (where, value))
+    count = int(value)
+    if count < 0:
+        _refuse('%s must be a whole number of 0 or more, not %r' % (where, value))
+    return count
+
+
+def _bool(value, where):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (str, int)) and str(value).strip().lower() in BOOLS:
+        return BOOLS[str(value).strip().lower()]
+    _refuse('%s must be true or false, not %r' % (where, value))
+
+
+def policy(settings):
+    """The policy in effect: `settings` (gpu_driver_upgrade_policy) over the defaults, checked and normalised."""
+    settings = {} if settings is None else settings
+    if not isinstance(settings, dict):
+        _refuse('It is a mapping, not %r' % (settings,))
+    unknown = sorted(set(settings) - set(POLICY_KEYS))
+    if unknown:
+        _refuse('Not understood: %s' % ', '.join(str(key) for key in unknown))
+    drain = settings.get('drain')
+    drain = {} if drain is None else drain
+    if not isinstance(drain, dict):
+        _refuse('drain is a mapping, not %r' % (drain,))
+    unknown = sorted(set(drain) - set(POLICY_DEFAULTS['drain']))
+    if unknown:
+        _refuse('Not understood: %s' % ', '.join('drain.' + str(key) for key in unknown))
+    found = copy.deepcopy(POLICY_DEFAULTS)
+    found['maxParallelUpgrades'] = _count(settings.get('maxParallelUpgrades', found['maxParallelUpgrades']), 'maxParallelUpgrades')
+    unavailable = settings.get('maxUnavailable', found['maxUnavailable'])
+    if isinstance(unavailable, str) and PERCENT.match(unavailable.strip()):
+        found['maxUnavailable'] = unavailable.strip()
+    else:
+        found['maxUnavailable'] = _count(unavailable, 'maxUnavailable')
+    for key in DRAIN_BOOLS:
+        found['drain'][key] = _bool(drain.get(key, found['drain'][key]), 'drain.' + key)
+    found['drain']['timeoutSeconds'] = _count(drain.get('timeoutSeconds', found['drain']['timeoutSeconds']), 'drain.timeoutSeconds')
+    selector = drain.get('podSelector', found['drain']['podSelector'])
+    if not isinstance(selector, str):
+        _refuse('drain.podSelector must be a label selector string, not %r' % (selector,))
+    found['drain']['podSelector'] = selector.strip()
+    if 'autoUpgrade' in settings:
+        found['autoUpgrade'] = settings['autoUpgrade']
+    return found
+
+
+def max_unavailable(value, nodes):
+    """maxUnavailable as a number of nodes: a percentage of the GPU nodes is rounded up, as the Operator counts it."""
+    match = PERCENT.match(str(value))
+    if match:
+        return int(math.ceil(int(match.group(1)) * nodes / 100.0))
+    return int(value)
+
+
+def batch_size(checked, nodes):
+    """Nodes upgraded at once: the smaller of maxUnavailable and maxParallelUpgrades (0 = no limit), at least one."""
+    limits = [max_unavailable(checked['maxUnavailable'], nodes)]
+    if checked['maxParallelUpgrades'] > 0:
+        limits.append(checked['maxParallelUpgrades'])
+    return max(1, min(limits))
+
+
+def plan(settings, nodes):
+    """The rollout of `nodes` GPU nodes under the policy `settings`.
+
+    policy: the policy in effect; max_unavailable and batch_size: numbers of nodes; batches: the size of each batch in
+    turn; drain_pod_selectors: the label selectors of the Pods the drain evicts.
+    """
+    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 0:
+        raise UpgradePolicyError('the number of GPU nodes must be a whole number of 0 or more, not %r' % (nodes,))
+    checked = policy(settings)
+    size = batch_size(checked, nodes)
+    batches = [size] * (nodes // size) + ([nodes % size] if nodes % size else [])
+    selectors = [DRAIN_SKIP_SELECTOR] + ([checked['drain']['podSelector']] if checked['drain']['podSelector'] else [])
+    return {'policy': checked, 'max_unavailable': max_unavailable(checked['maxUnavailable'], nodes), 'batch_size': size,
+            'batches': batches, 'drain_pod_selectors': selectors}
+
+
+def node_state(node):
+    """What the upgrade reads from a Node object (as kubernetes.core.k8s_info returns it).
+
+    name; state: its upgrade state label ('' when none); skip: labelled gpu-driver-upgrade.skip=true; was_unschedulable:
+    cordoned before the upgrade began, so to stay cordoned after it. Once the upgrade may have cordoned the node, only
+    the annotation it wrote before tells.
+    """
+    metadata = node.get('metadata') or {}
+    labels = metadata.get('labels') or {}
+    annotations = metadata.get('annotations') or {}
+    state = labels.get(STATE_LABEL) or ''
+    unschedulable = bool((node.get('spec') or {}).get('unschedulable'))
+    return {
+        'name': metadata.get('name'),
+        'state': state,
+        'skip': labels.get(SKIP_LABEL) == 'true',
+        'was_unschedulable': annotations.get(INITIAL_STATE_ANNOTATION) == 'true' or (unschedulable and state in STATES_BEFORE_CORDON),
+    }
+
+
+def pods_left(pods):
+    """namespace/name of the Pods a drain should have removed and did not: DaemonSet and mirror Pods are not drained,
+    finished Pods hold nothing."""
+    left = []
+    for pod in pods or []:
+        metadata = pod.get('metadata') or {}
+        if (pod.get('status') or {}).get('phase') in ('Succeeded', 'Failed'):
+            continue
+        if any(owner.get('kind') == 'DaemonSet' for owner in metadata.get('ownerReferences') or []):
+            continue
+        if 'kubernetes.io/config.mirror' in (metadata.get('annotations') or {}):
+            continue
+        left.append('%s/%s' % (metadata.get('namespace'), metadata.get('name')))
+    return left

@@ -1,0 +1,160 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The rolling driver upgrade's rollout plan, Node state and drain leftovers (plugin_utils/driver_upgrade.py).
+
+SOURCE (facts, not code): NVIDIA/k8s-operator-libs at 11e747a512d4e47ebd23d52bb91c910cebb5da37 (2026-04-30), the
+library behind the GPU Operator's ClusterPolicy driver.upgradePolicy: api/upgrade/v1alpha1/upgrade_spec.go
+(DriverUpgradePolicySpec: maxParallelUpgrades default 1, 0 = no limit; maxUnavailable default "25%", a number or a
+percentage of the nodes rounded up; drain.enable default false, drain.timeoutSeconds default 300);
+pkg/upgrade/upgrade_inplace.go (intstr.GetScaledValueFromIntOrPercent(maxUnavailable, totalNodes, true));
+pkg/upgrade/common_manager.go (SkipNodeUpgrade: the skip label equals "true"; the node-initial-state annotation);
+pkg/upgrade/consts.go (label, annotation and drain-skip selector names). Deliberate differences (docs/upgrade.md):
+drain.enable defaults to true, and digits given as a string ("2", as -e key=value gives them) count as a number.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import driver_upgrade as du
+
+DRAIN = {'enable': True, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False}
+
+
+@pytest.mark.parametrize('settings, nodes, batch_size, batches, max_unavailable', [
+    # The defaults: one node at a time (maxParallelUpgrades 1), 25% of 3 nodes rounds up to 1.
+    ({}, 3, 1, [1, 1, 1], 1),
+    (None, 3, 1, [1, 1, 1], 1),
+    # 25% of 10 is 2.5, rounded up to 3; maxParallelUpgrades 0 is no limit, so maxUnavailable decides.
+    ({'maxParallelUpgrades': 0}, 10, 3, [3, 3, 3, 1], 3),
+    ({'maxParallelUpgrades': 0, 'maxUnavailable': '50%'}, 3, 2, [2, 1], 2),
+    ({'maxParallelUpgrades': 2, 'maxUnavailable': 2}, 3, 2, [2, 1], 2),
+    # The smaller limit wins, whichever it is.
+    ({'maxParallelUpgrades': 4, 'maxUnavailable': 2}, 8, 2, [2, 2, 2, 2], 2),
+    ({'maxParallelUpgrades': 2, 'maxUnavailable': '100%'}, 5, 2, [2, 2, 1], 5),
+    # At least one node per batch, even where maxUnavailable allows none.
+    ({'maxParallelUpgrades': 0, 'maxUnavailable': 0}, 3, 1, [1, 1, 1], 0),
+    ({'maxUnavailable': '0%'}, 3, 1, [1, 1, 1], 0),
+    # 1% of 1 node rounds up to a whole node.
+    ({'maxParallelUpgrades': 0, 'maxUnavailable': '1%'}, 1, 1, [1], 1),
+    ({'maxParallelUpgrades': 0, 'maxUnavailable': '34%'}, 3, 2, [2, 1], 2),
+    # Numbers as strings (-e key=value), with spaces the YAML kept.
+    ({'maxParallelUpgrades': '3', 'maxUnavailable': ' 75% '}, 4, 3, [3, 1], 3),
+    ({'maxParallelUpgrades': 0, 'maxUnavailable': '2'}, 6, 2, [2, 2, 2], 2),
+    # No GPU nodes: nothing to roll.
+    ({}, 0, 1, [], 0),
+])
+def test_batches(settings, nodes, batch_size, batches, max_unavailable):
+    found = du.plan(settings, nodes)
+    assert (found['batch_size'], found['batches'], found['max_unavailable']) == (batch_size, batches, max_unavailable)
+    assert sum(found['batches']) == nodes
+
+
+@pytest.mark.parametrize('settings, policy, selectors', [
+    ({}, {'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'drain': DRAIN}, [du.DRAIN_SKIP_SELECTOR]),
+    ({'autoUpgrade': True, 'drain': {'timeoutSeconds': '30', 'force': 'yes'}},
+     {'autoUpgrade': True, 'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'drain': dict(DRAIN, timeoutSeconds=30, force=True)},
+     [du.DRAIN_SKIP_SELECTOR]),
+    ({'drain': {'enable': False, 'deleteEmptyDir': True, 'podSelector': ' app=batch '}, 'maxUnavailable': 2},
+     {'maxParallelUpgrades': 1, 'maxUnavailable': 2, 'drain': dict(DRAIN, enable=False, deleteEmptyDir=True, podSelector='app=batch')},
+     [du.DRAIN_SKIP_SELECTOR, 'app=batch']),
+    ({'drain': None}, {'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'drain': DRAIN}, [du.DRAIN_SKIP_SELECTOR]),
+])
+def test_policy_in_effect(settings, policy, selectors):
+    found = du.plan(settings, 4)
+    assert found['policy'] == policy
+    assert found['drain_pod_selectors'] == selectors
+
+
+def test_defaults_are_not_changed_by_a_plan():
+    du.plan({'drain': {'timeoutSeconds': 5}}, 2)
+    assert du.POLICY_DEFAULTS['drain']['timeoutSeconds'] == 300
+
+
+@pytest.mark.parametrize('settings, problem', [
+    ({'podDeletion': {'force': True}}, 'Not understood: podDeletion'),
+    ({'waitForCompletion': {'timeoutSeconds': 0}, 'maxSurge': 1}, 'Not understood: maxSurge, waitForCompletion'),
+    ({'drain': {'enabled': True}}, 'Not understood: drain.enabled'),
+    ({'maxUnavailable': 'half'}, "maxUnavailable must be a whole number of 0 or more, not 'half'"),
+    ({'maxUnavailable': '-1'}, "maxUnavailable must be a whole number of 0 or more, not '-1'"),
+    ({'maxUnavailable': -1}, 'maxUnavailable must be a whole number of 0 or more, not -1'),
+    ({'maxUnavailable': '25.5%'}, "not '25.5%'"),
+    ({'maxUnavailable': 1.5}, 'not 1.5'),
+    ({'maxParallelUpgrades': True}, 'maxParallelUpgrades must be a whole number of 0 or more, not True'),
+    ({'maxParallelUpgrades': '10%'}, "maxParallelUpgrades must be a whole number of 0 or more, not '10%'"),
+    ({'drain': {'timeoutSeconds': 'soon'}}, "drain.timeoutSeconds must be a whole number of 0 or more, not 'soon'"),
+    ({'drain': {'enable': 'maybe'}}, "drain.enable must be true or false, not 'maybe'"),
+    ({'drain': {'force': None}}, 'drain.force must be true or false, not None'),
+    ({'drain': {'podSelector': ['app=a']}}, "drain.podSelector must be a label selector string, not ['app=a']"),
+    ({'drain': 'yes'}, "drain is a mapping, not 'yes'"),
+    ('maxParallelUpgrades: 2', "It is a mapping, not 'maxParallelUpgrades: 2'"),
+])
+def test_bad_policy_is_refused(settings, problem):
+    with pytest.raises(du.UpgradePolicyError) as caught:
+        du.plan(settings, 3)
+    assert problem in str(caught.value)
+    # Every refusal says what the policy takes.
+    assert str(caught.value).startswith(du.USAGE)
+
+
+@pytest.mark.parametrize('nodes', [-1, True, '3', None])
+def test_bad_node_count_is_refused(nodes):
+    with pytest.raises(du.UpgradePolicyError, match='number of GPU nodes'):
+        du.plan({}, nodes)
+
+
+def node(name='n1', labels=None, annotations=None, unschedulable=None):
+    found = {'metadata': {'name': name, 'labels': labels, 'annotations': annotations}, 'spec': {}}
+    if unschedulable is not None:
+        found['spec']['unschedulable'] = unschedulable
+    return found
+
+
+STATE, SKIP, INITIAL = du.STATE_LABEL, du.SKIP_LABEL, du.INITIAL_STATE_ANNOTATION
+
+
+@pytest.mark.parametrize('obj, state, skip, was_unschedulable', [
+    (node(), '', False, False),
+    ({'metadata': {'name': 'n1'}}, '', False, False),
+    (node(labels={STATE: 'upgrade-done', SKIP: 'true'}), 'upgrade-done', True, False),
+    (node(labels={SKIP: 'false'}), '', False, False),
+    (node(labels={SKIP: 'True'}), '', False, False),  # the Operator compares with "true"
+    # Cordoned by its admin before any upgrade step: it stays cordoned.
+    (node(unschedulable=True), '', False, True),
+    (node(labels={STATE: 'upgrade-done'}, unschedulable=True), 'upgrade-done', False, True),
+    (node(labels={STATE: 'upgrade-required'}, unschedulable=True), 'upgrade-required', False, True),
+    # Cordoned in a later state: that is the upgrade's own cordon (an earlier run stopped there).
+    (node(labels={STATE: 'cordon-required'}, unschedulable=True), 'cordon-required', False, False),
+    (node(labels={STATE: 'upgrade-failed'}, unschedulable=True), 'upgrade-failed', False, False),
+    # ... unless the annotation written before cordoning says otherwise.
+    (node(labels={STATE: 'upgrade-failed'}, annotations={INITIAL: 'true'}, unschedulable=True), 'upgrade-failed', False, True),
+    (node(labels={STATE: 'drain-required'}, annotations={INITIAL: 'false'}, unschedulable=True), 'drain-required', False, False),
+    (node(unschedulable=False), '', False, False),
+])
+def test_node_state(obj, state, skip, was_unschedulable):
+    assert du.node_state(obj) == {'name': obj['metadata']['name'], 'state': state, 'skip': skip, 'was_unschedulable': was_unschedulable}
+
+
+def pod(name, phase='Running', owner=None, annotations=None):
+    metadata = {'name': name, 'namespace': 'ns', 'annotations': annotations}
+    if owner:
+        metadata['ownerReferences'] = [{'kind': owner, 'name': name + '-owner'}]
+    return {'metadata': metadata, 'status': {'phase': phase}}
+
+
+@pytest.mark.parametrize('pods, left', [
+    (None, []),
+    ([], []),
+    ([pod('web', owner='ReplicaSet'), pod('job', phase='Pending', owner='Job'), pod('bare')], ['ns/web', 'ns/job', 'ns/bare']),
+    ([pod('plugin', owner='DaemonSet')], []),
+    ([pod('done', phase='Succeeded', owner='Job'), pod('crashed', phase='Failed')], []),
+    ([pod('static', annotations={'kubernetes.io/config.mirror': 'abc'})], []),
+    ([pod('unknown', phase='Unknown')], ['ns/unknown']),
+    ([{'metadata': {'name': 'new', 'namespace': 'ns'}}], ['ns/new']),  # no status yet
+])
+def test_pods_left(pods, left):
+    assert du.pods_left(pods) == left
