@@ -433,14 +433,15 @@ def _plugin_config(labels, policy, config_maps):
     chosen = plugin_config.selected(config, labels.get(plugin_config.NODE_LABEL, ''))
     if not config.get('name') or not chosen:
         return None, 'no device plugin config', None
-    source = 'config %s of ConfigMap %s (%s)' % (chosen, config['name'], 'label %s' % plugin_config.NODE_LABEL
-                                                  if labels.get(plugin_config.NODE_LABEL) else 'devicePlugin.config.default')
+    picked_by = 'label %s' % plugin_config.NODE_LABEL if labels.get(plugin_config.NODE_LABEL) else 'devicePlugin.config.default'
+    source = 'config %s of ConfigMap %s (%s)' % (chosen, config['name'], picked_by)
     data = next((item.get('data') or {} for item in config_maps if item['metadata']['name'] == config['name']), None)
     if data is None or chosen not in data:
+        found = 'has %s' % ', '.join(sorted(data)) if data is not None else 'not found in the operator namespace'
         return None, source, finding(
-            'device-plugin-config-missing', 'error', 'the device plugin config %s the node runs does not exist: config-manager cannot '
-            'start the plugin there' % chosen, ['ConfigMap %s %s' % (config['name'], 'has %s' % ', '.join(sorted(data)) if data is not None
-                                                                      else 'not found in the operator namespace')],
+            'device-plugin-config-missing', 'error',
+            'the device plugin config %s the node runs does not exist: config-manager cannot start the plugin there' % chosen,
+            ['ConfigMap %s %s' % (config['name'], found)],
             'give it in gpu_cluster_operands_policy.devicePlugin.config.data, or set gpu_node_labels_device_plugin_config for <node> '
             'to a config it has, then ' + SITE)
     try:

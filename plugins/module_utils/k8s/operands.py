@@ -463,8 +463,8 @@ def gpu_feature_discovery(resolved, namespace, _nodes):
     _host_network(pod, spec['hostNetwork'])
     labels = {'app': DAEMONSETS['gfd'], 'app.kubernetes.io/part-of': 'nvidia-gpu'}
     configs = _plugin_config_maps(resolved, namespace)
-    return accounts('gfd', namespace) + [_daemonset('gfd', DAEMONSETS['gfd'], labels, pod, resolved, namespace,
-                                                   checksum=_checksum(configs) if configs else None)]
+    checksum = _checksum(configs) if configs else None
+    return accounts('gfd', namespace) + [_daemonset('gfd', DAEMONSETS['gfd'], labels, pod, resolved, namespace, checksum=checksum)]
 
 
 def dcgm_exporter_reads_pods(resolved):

@@ -62,7 +62,8 @@ def check(config, mig_strategy, where):
     if sharing:
         kinds = sorted(sharing) if isinstance(sharing, dict) else []
         if len(kinds) != 1 or kinds[0] not in SHARING_KINDS:
-            raise PluginConfigError('%s: sharing takes exactly one of %s, got %s' % (where, ', '.join(sorted(SHARING_KINDS)), ', '.join(kinds) or repr(sharing)))
+            raise PluginConfigError('%s: sharing takes exactly one of %s, got %s'
+                                    % (where, ', '.join(sorted(SHARING_KINDS)), ', '.join(kinds) or repr(sharing)))
         _check_sharing(kinds[0], sharing[kinds[0]], strategy, '%s: sharing.%s' % (where, kinds[0]))
     return config
 

@@ -325,4 +325,3 @@ def cdi_hook_path(nodes):
     """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them."""
     install_dir = _from_nodes(node_toolkit(nodes), 'install_dir', 'container_toolkit_install_dir', None, None)
     return install_dir.rstrip('/') + '/nvidia-cdi-hook'
-

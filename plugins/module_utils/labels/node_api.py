@@ -44,7 +44,8 @@ def reconcile(current, owned, desired, state='present'):
 
     present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value already on the Node
     (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
-    unless that value is the one we set; nvidia.com/mig.config (a default, as the Operator sets it) likewise; a node that had gpu.present=true and no longer has a GPU gets
+    unless that value is the one we set; nvidia.com/mig.config (a default, as the Operator sets it) likewise; a node that
+    had gpu.present=true and no longer has a GPU gets
     gpu.present=false and loses its deploy labels; owned labels no longer desired are removed. absent: remove the
     owned labels. A label whose value someone changed since we set it is theirs: neither removed nor counted as ours.
     """

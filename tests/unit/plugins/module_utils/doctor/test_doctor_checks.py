@@ -489,8 +489,8 @@ def test_api_findings():
 
 # --- Node labels against the device plugin config --------------------------------------------------------
 
-PLUGIN_POLICY = [dict(metadata=dict(name='cluster-policy'), spec=dict(mig=dict(strategy='single'),
-                                                                     devicePlugin=dict(config=dict(name='plugin-configs', default='ts'))))]
+PLUGIN_POLICY = [dict(metadata=dict(name='cluster-policy'),
+                      spec=dict(mig=dict(strategy='single'), devicePlugin=dict(config=dict(name='plugin-configs', default='ts'))))]
 PLUGIN_CONFIGS = [dict(metadata=dict(name='kube-root-ca.crt'), data={'ca.crt': 'x'}),
                   dict(metadata=dict(name='plugin-configs'), data={
                       'ts': 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 4}\n',
