@@ -52,8 +52,12 @@ def operands(spec=None, namespace='gpu-operator', registry='', service_monitor_c
 
 
 def node_label_settings(spec=None, node_config=''):
-    """What gpu_node_labels needs so that a node's labels say what its device plugin advertises (plugin_config)."""
-    return plugin_config.node_label_settings(policy.resolve(spec), node_config)
+    """What gpu_node_labels needs so that a node's labels say what its device plugin advertises (plugin_config).
+
+    With GFD Pods running (gfd.enabled) they label from the ConfigMap themselves, which may then be one the settings
+    do not hold."""
+    resolved = policy.resolve(spec)
+    return plugin_config.node_label_settings(resolved, node_config, gfd_labels=not resolved['gfd']['enabled'])
 
 
 # --- prerequisites -------------------------------------------------------------------------------

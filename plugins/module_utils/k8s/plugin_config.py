@@ -130,7 +130,7 @@ def selected(spec, node_config=''):
 
 
 def node_label_settings(resolved, node_config='', gfd_labels=True):
-    """What gpu_node_labels needs to label a node as the plugin (and GFD) see it.
+    """What gpu_node_labels needs to label a node as the plugin (and GFD) see it; `gfd_labels`: no GFD Pods write them.
 
     {mig_strategy, sharing, mig_config (the nvidia.com/mig.config value for a MIG-capable node without one),
     labels (nvidia.com/device-plugin.config when the node picks a config)}.

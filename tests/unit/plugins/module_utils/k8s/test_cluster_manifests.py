@@ -228,6 +228,9 @@ def test_label_settings_follow_the_plugin_config():
         cm.node_label_settings(spec, 'other')
     with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
         cm.node_label_settings(SCENARIOS['external device plugin ConfigMap']['policy'])
+    # GFD Pods read the ConfigMap themselves
+    external_with_gfd = dict(SCENARIOS['external device plugin ConfigMap']['policy'], gfd={'enabled': True})
+    assert cm.node_label_settings(external_with_gfd)['sharing']['strategy'] == 'none'
 
 
 def test_cdi_follows_the_nodes():
