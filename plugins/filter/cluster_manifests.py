@@ -10,10 +10,28 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.plain_data import plain
+
+# The container_toolkit settings of a GPU node that the cluster side follows, by the name policy.resolve() gives them.
+TOOLKIT_VARIABLES = {'runtime_name': 'container_toolkit_runtime_name', 'cdi_enabled': 'container_toolkit_cdi_enabled',
+                     'install_dir': 'container_toolkit_install_dir'}
+
+
+def gpu_node_toolkit(hosts, hostvars):
+    """[{host, runtime_name, cdi_enabled, install_dir}] of the inventory hosts `hosts`, with what their variables set."""
+    found = []
+    for host in hosts or []:
+        variables = hostvars[host]
+        entry = {'host': host}
+        for key, name in TOOLKIT_VARIABLES.items():
+            if name in variables:
+                entry[key] = variables[name]
+        found.append(entry)
+    return plain(found, 'hostvars')
 
 
 class FilterModule(object):
-    """cluster_prerequisites, cluster_operands, cluster_policy and cluster_validator_pod."""
+    """cluster_prerequisites, cluster_operands, cluster_policy, cluster_validator_pod, node_label_settings, unused_runtime_classes, gpu_node_toolkit."""
 
     def filters(self):
         return {
@@ -21,4 +39,7 @@ class FilterModule(object):
             'cluster_operands': checked(cluster_manifests.operands),
             'cluster_policy': checked(cluster_manifests.cluster_policy),
             'cluster_validator_pod': checked(cluster_manifests.validator_pod),
+            'node_label_settings': checked(cluster_manifests.node_label_settings),
+            'unused_runtime_classes': checked(cluster_manifests.unused_runtime_classes),
+            'gpu_node_toolkit': gpu_node_toolkit,
         }

@@ -122,6 +122,13 @@ options:
     description:
       - More labels to set (any key); they are owned like the computed ones.
     type: dict
+  mig_config:
+    description:
+      - The C(nvidia.com/mig.config) value of a MIG-capable node (the ClusterPolicy's C(migManager.config.default), for example
+        V(all-disabled)), as the GPU Operator labels it; a value already on the Node that this module did not set is kept.
+      - Empty sets no such label.
+    type: str
+    default: ''
   features_d:
     description:
       - Also write the GFD labels to this NFD local-source feature file, for clusters that run NFD

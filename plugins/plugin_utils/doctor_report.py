@@ -44,6 +44,7 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings):
         found.extend(checks.label_findings(name, node, data.get('expected_labels')))
         if node is not None:
             found.extend(checks.device_plugin_findings(node, (result or {}).get('facts', {}).get('device_plugin_sockets')))
+            found.extend(checks.plugin_config_findings(node, cluster.get('cluster_policies'), cluster.get('config_maps')))
             found.extend(checks.taint_findings(node, cluster.get('daemonsets') or [], data.get('expected_labels')))
     found.extend(pod_findings.pop(name, []))
     return name, found
@@ -54,8 +55,8 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
 
     nodes: {inventory host: dict(node_name, result (gpu_node_doctor's return, None when it did not run), error,
     expected_labels, labels_error) or None}. cluster: dict(namespace, nodes, namespaces (the operator namespace, when it
-    exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, errors ([what, message] of reads that
-    failed)); a list that could not be read is None.
+    exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, config_maps (of the operator namespace),
+    errors ([what, message] of reads that failed)); a list that could not be read is None.
     """
     events = cluster.get('events') or []
     namespace = cluster.get('namespace') or '<namespace>'

@@ -11,14 +11,16 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.plain_data import PlainDataError, plain
 
 
 def checked(function):
-    """`function` as a filter: a GpuOpsError (bad settings) becomes a filter error whose message names the setting."""
+    """`function` as a filter: plain data in (ansible-core 2.19 hands filters tagged, lazy types), and a GpuOpsError
+    (bad settings) out as a filter error whose message names the setting."""
     def wrapper(*args, **kwargs):
         try:
-            return function(*args, **kwargs)
-        except GpuOpsError as exc:
+            return function(*plain(list(args), 'argument'), **plain(kwargs, 'option'))
+        except (GpuOpsError, PlainDataError) as exc:
             raise AnsibleFilterError('gpuops.gpu_operator: %s' % exc) from None
     wrapper.__doc__ = function.__doc__
     return wrapper

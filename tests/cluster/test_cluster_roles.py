@@ -11,7 +11,10 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.cluster.helpers import REPO, unique
 
-DAEMONSETS = {'nvidia-device-plugin-daemonset': 'device-plugin', 'nvidia-dcgm-exporter': 'dcgm-exporter', 'nvidia-mig-manager': 'mig-manager'}
+# DaemonSet: (deploy label it selects on, its ServiceAccount), as the GPU Operator names them.
+DAEMONSETS = {'nvidia-device-plugin-daemonset': ('device-plugin', 'nvidia-device-plugin'),
+              'nvidia-device-plugin-mps-control-daemon': ('device-plugin', 'nvidia-device-plugin'),
+              'nvidia-dcgm-exporter': ('dcgm-exporter', 'nvidia-dcgm-exporter'), 'nvidia-mig-manager': ('mig-manager', 'nvidia-mig-manager')}
 MONITOR_CRD = 'servicemonitors.monitoring.coreos.com'
 POLICY_CRD = 'clusterpolicies.nvidia.com'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
@@ -71,28 +74,28 @@ def test_apply_twice_then_unchanged(kube_api, tmp_path, namespace):
     core = kubernetes.client.CoreV1Api(kube_api.api_client)
     labels = core.read_namespace(namespace).metadata.labels
     assert labels['pod-security.kubernetes.io/enforce'] == 'privileged'
-    node = kubernetes.client.NodeV1Api(kube_api.api_client)
-    assert {name: node.read_runtime_class(name).handler for name in ('nvidia', 'nvidia-cdi', 'nvidia-legacy')} == {
-        'nvidia': 'nvidia', 'nvidia-cdi': 'nvidia-cdi', 'nvidia-legacy': 'nvidia-legacy'}
+    # Without CDI on the GPU nodes (none here) only the runtime class the operands name exists, as with the Operator.
+    handlers = {item.metadata.name: item.handler for item in kubernetes.client.NodeV1Api(kube_api.api_client).list_runtime_class(
+        label_selector=MANAGED_BY).items}
+    assert handlers == {'nvidia': 'nvidia'}
 
     found = daemonsets(kube_api, namespace)
     assert set(found) == set(DAEMONSETS), 'gfd is off by default'
-    for name, deploy in DAEMONSETS.items():
-        assert found[name].spec.template.spec.node_selector == {f'nvidia.com/gpu.deploy.{deploy}': 'true'}
-        assert found[name].spec.template.spec.service_account_name == name
-    config = core.read_namespaced_config_map('nvidia-device-plugin-config', namespace).data['config.yaml']
-    assert 'version: v1' in config and 'migStrategy: single' in config
+    for name, (deploy, account) in DAEMONSETS.items():
+        assert found[name].spec.template.spec.node_selector[f'nvidia.com/gpu.deploy.{deploy}'] == 'true'
+        assert found[name].spec.template.spec.service_account_name == account
+        assert core.read_namespaced_service_account(account, namespace)
+    configs = core.read_namespaced_config_map('default-mig-parted-config', namespace).data['config.yaml']
+    assert 'all-balanced:' in configs and 'all-1g.10gb:' in configs
     assert core.read_namespaced_service('nvidia-dcgm-exporter', namespace).spec.ports[0].port == 9400
 
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube_api.api_client)
-    for name in DAEMONSETS:
-        assert core.read_namespaced_service_account(name, namespace)
     for role in rbac.list_cluster_role(label_selector='app.kubernetes.io/managed-by=gpuops.gpu_operator').items:
         for rule in role.rules:
             assert '*' not in rule.verbs and '*' not in rule.resources, role.metadata.name
 
     policy = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
-    assert policy['spec']['devicePlugin']['config'] == {'name': 'nvidia-device-plugin-config', 'default': 'config.yaml'}
+    assert 'config' not in policy['spec']['devicePlugin'], 'no device plugin config unless one is given, as with the Operator'
     assert policy['spec']['gfd']['enabled'] is False and policy['spec']['driver'] == {'enabled': False}
 
 
@@ -144,7 +147,8 @@ def test_disabling_removes_and_absent_uninstalls(kube_api, tmp_path, namespace):
     # The credentials are no longer listed: uninstalling must still remove their Secret.
     code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_cluster_operands_policy=policy))
     assert code == 0, out
-    assert set(daemonsets(kube_api, namespace)) == {'nvidia-device-plugin-daemonset', 'gpu-feature-discovery', 'nvidia-mig-manager'}
+    assert set(daemonsets(kube_api, namespace)) == {'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon',
+                                                    'gpu-feature-discovery', 'nvidia-mig-manager'}
     services = kubernetes.client.CoreV1Api(kube_api.api_client).list_namespaced_service(namespace).items
     assert [s.metadata.name for s in services] == [], 'the disabled DCGM exporter keeps no Service'
     assert leftovers(kube_api, namespace), 'the check below sees what is installed'
@@ -195,10 +199,11 @@ def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):
 
 
 def test_bad_device_plugin_config_applies_nothing(kube_api, tmp_path, namespace):
-    config = {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 1}]}}}
-    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands'], variables(namespace, gpu_cluster_operands_device_plugin_config=config))
+    config = {'name': 'plugin-config', 'data': {'any': {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 1}]}}}}}
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands'],
+                                    variables(namespace, gpu_cluster_operands_policy={'devicePlugin': {'config': config}}))
     assert code != 0
-    assert 'sharing.timeSlicing.resources[0].replicas must be an integer >= 2' in out, out
+    assert 'devicePlugin.config.data.any: sharing.timeSlicing.resources[0].replicas must be an integer >= 2' in out, out
     with pytest.raises(ApiException) as caught:
         kubernetes.client.CoreV1Api(kube_api.api_client).read_namespace(namespace)
     assert caught.value.status == 404, 'nothing was applied, not even the namespace'
@@ -223,15 +228,16 @@ def test_registry_rewrite_pull_secret_and_service_monitor(kube_api, tmp_path, na
         policy = {'devicePlugin': {'imagePullSecrets': ['mirror-pull']}, 'migManager': {'repository': 'quay.example/mig'},
                   'dcgmExporter': {'serviceMonitor': {'interval': '30s', 'additionalLabels': {'release': 'prometheus'}}}}
         code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(
-            namespace, gpu_cluster_operands_registry='mirror.example:5000', gpu_cluster_operands_policy=policy,
+            namespace, gpu_operator_registry='mirror.example:5000', gpu_cluster_operands_policy=policy,
             gpu_cluster_base_registry_credentials=[{'name': 'mirror-pull', 'registry': 'mirror.example:5000', 'username': 'robot', 'password': secret}]))
         assert code == 0, out
         assert secret not in out
         found = daemonsets(kube_api, namespace)
         images = {name: ds.spec.template.spec.containers[0].image for name, ds in found.items()}
-        assert images == {'nvidia-device-plugin-daemonset': 'mirror.example:5000/nvidia/k8s-device-plugin:v0.16.1-ubi8',
-                          'nvidia-dcgm-exporter': 'mirror.example:5000/nvidia/k8s/dcgm-exporter:3.3.7-3.5.0-ubuntu22.04',
-                          'nvidia-mig-manager': 'quay.example/mig/k8s-mig-manager:v0.8.0-ubuntu20.04'}
+        assert images == {'nvidia-device-plugin-daemonset': 'mirror.example:5000/nvidia/k8s-device-plugin:v0.20.0',
+                          'nvidia-device-plugin-mps-control-daemon': 'mirror.example:5000/nvidia/k8s-device-plugin:v0.20.0',
+                          'nvidia-dcgm-exporter': 'mirror.example:5000/nvidia/k8s/dcgm-exporter:4.6.0-4.8.3-distroless',
+                          'nvidia-mig-manager': 'quay.example/mig/k8s-mig-manager:v0.15.0'}
         assert [s.name for s in found['nvidia-device-plugin-daemonset'].spec.template.spec.image_pull_secrets] == ['mirror-pull']
         stored = kubernetes.client.CoreV1Api(kube_api.api_client).read_namespaced_secret('mirror-pull', namespace)
         assert stored.type == 'kubernetes.io/dockerconfigjson'

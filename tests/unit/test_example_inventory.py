@@ -9,6 +9,8 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / 'inventory' / 'example'
 ROLES = REPO / 'roles'
@@ -49,8 +51,9 @@ def test_every_role_variable_is_an_option_of_its_role(inventory):
     checked = set()
     for host in hosts_of(inventory, 'all'):
         variables = hostvars[host]
-        unknown = [name for name in variables
-                   if not name.startswith('ansible_') and not name.startswith('vault_') and not any(name.startswith(f'{role}_') for role in options)]
+        collection_wide = set(name for spec in options.values() for name in spec if not any(name.startswith(f'{role}_') for role in options))
+        unknown = [name for name in variables if not name.startswith(('ansible_', 'vault_')) and name not in collection_wide
+                   and not any(name.startswith(f'{role}_') for role in options)]
         assert unknown == [], f'{host}: {unknown} belong to no role'
         for role, spec in options.items():
             mine = {name: value for name, value in variables.items() if name.startswith(f'{role}_')}
@@ -60,14 +63,17 @@ def test_every_role_variable_is_an_option_of_its_role(inventory):
             errors = ArgumentSpecValidator(spec).validate(literal, validate_role_argument_spec=True).error_messages
             assert errors == [], f'{host}: {errors}'
             checked |= set(literal)
-    assert {'nvidia_driver_version', 'container_toolkit_runtime', 'gpu_cluster_operands_policy', 'gpu_node_labels_mig_strategy'} <= checked
+    assert {'nvidia_driver_version', 'container_toolkit_runtime', 'gpu_cluster_operands_policy', 'gpu_node_labels_device_plugin_config'} <= checked
 
 
-def test_cluster_and_node_settings_agree(inventory):
-    """mig.strategy and the device plugin's sharing are set twice (cluster and node labels): they must agree."""
-    everywhere = yaml.safe_load((EXAMPLE / 'group_vars' / 'all.yml').read_text())
-    nodes = yaml.safe_load((EXAMPLE / 'group_vars' / 'gpu_nodes.yml').read_text())
-    assert everywhere['gpu_cluster_operands_policy']['mig']['strategy'] == nodes['gpu_node_labels_mig_strategy']
-    replicas = everywhere['gpu_cluster_operands_device_plugin_config']['sharing']['timeSlicing']['resources'][0]['replicas']
-    assert (nodes['gpu_node_labels_sharing']['strategy'], nodes['gpu_node_labels_sharing']['replicas']) == ('time-slicing', replicas)
+def test_node_labels_follow_the_cluster_policy(inventory):
+    """mig.strategy and sharing are set once (gpu_cluster_operands_policy, seen by every host); each node's labels follow it."""
+    hostvars = inventory['_meta']['hostvars']
+    policy = hostvars['localhost']['gpu_cluster_operands_policy']
+    sharing = {}
+    for host in hosts_of(inventory, 'gpu_nodes'):
+        assert hostvars[host]['gpu_cluster_operands_policy'] == policy, f'{host} sees the same ClusterPolicy settings'
+        settings = manifests.node_label_settings(policy, hostvars[host].get('gpu_node_labels_device_plugin_config', ''))
+        sharing[host] = (settings['mig_strategy'], settings['sharing']['strategy'], settings['sharing']['replicas'])
+    assert set(sharing.values()) == {('single', 'time-slicing', 4), ('single', 'mps', 2)}
     assert inventory['_meta']['hostvars']['localhost']['gpu_cluster_base_namespace'] == 'gpu-operator'

@@ -15,6 +15,9 @@ import yaml
 ROLES = Path(__file__).resolve().parents[2] / 'roles'
 TYPES = {'str', 'bool', 'int', 'float', 'path', 'list', 'dict', 'raw', 'bits', 'bytes', 'jsonarg', 'json'}
 MISSING = object()
+# Variables of the whole collection (no role prefix): several roles take them and default their own variables to them,
+# so they have no role default; their spec documents the default the roles assume.
+COLLECTION_WIDE = {'gpu_operator_registry'}
 
 
 def option_problems(options, where):
@@ -53,7 +56,10 @@ def role_problems(role):
     options = entry_points['main'].get('options') or {}
     problems += [f'{role.name}: default {name} has no option in argument_specs' for name in sorted(set(defaults) - set(options))]
     problems += [f'{role.name}: option {name} has no default in defaults/main.yml'
-                 for name, spec in sorted(options.items()) if name not in defaults and not (isinstance(spec, dict) and spec.get('required'))]
+                 for name, spec in sorted(options.items())
+                 if name not in defaults and name not in COLLECTION_WIDE and not (isinstance(spec, dict) and spec.get('required'))]
+    problems += [f'{role.name}: collection-wide option {name} does not document its default'
+                 for name in sorted(set(options) & COLLECTION_WIDE) if 'default' not in options[name]]
     for name in sorted(set(defaults) & set(options)):
         value, documented = defaults[name], options[name].get('default', MISSING) if isinstance(options[name], dict) else MISSING
         templated = isinstance(value, str) and '{{' in value

@@ -3,23 +3,30 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""After site.yml: containerd on each lab node loads the nvidia runtime, each Node carries its fixture's labels,
-and the cluster holds the prerequisites, the operands and the ClusterPolicy (not validated: no Pods run here)."""
+"""After site.yml: containerd on each lab node loads the nvidia runtime, each Node carries its fixture's labels and
+the sharing labels of the device plugin config it runs (time-slicing on bookworm, MPS on sid, set in molecule.yml's
+YAML inventory), and the cluster holds the prerequisites, the operands with that config and the ClusterPolicy (not
+validated: no Pods run here). The operands' entrypoints run on the lab nodes against the driver stage's driver-ready."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import functools
 import os
 import tomllib
 
 import kubernetes
+import yaml
 
-# Per node: containerd minor version Debian ships and the GPU product of the fixture recipe.toml mounts.
+# Per node: containerd minor version Debian ships, the GPU product of the fixture recipe.toml mounts, and the device
+# plugin config it runs (molecule.yml: the default for bookworm, mps-2 picked for sid).
 EXPECTED = {
-    'site-bookworm': ('1.6', 'NVIDIA-H100-80GB-HBM3'),
-    'site-sid': ('2.1', 'NVIDIA-H200'),
+    'site-bookworm': ('1.6', 'NVIDIA-H100-80GB-HBM3', 'time-sliced'),
+    'site-sid': ('2.1', 'NVIDIA-H200', 'mps-2'),
 }
+CONFIG_MAP = 'device-plugin-config'
+SHARING = {'timeSlicing': 'time-slicing', 'mps': 'mps'}
 NAMESPACE = 'gpu-operator'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 
@@ -48,31 +55,92 @@ def test_containerd_loads_the_nvidia_runtime_as_default(host):
     assert host.service('containerd').is_running
 
 
+def labels_of(name):
+    return kubernetes.client.CoreV1Api(api()).read_node(name).metadata.labels
+
+
 def test_node_labels_describe_the_fixture(host):
     name = host.backend.get_hostname()
-    labels = kubernetes.client.CoreV1Api(api()).read_node(name).metadata.labels
+    labels = labels_of(name)
     assert labels['nvidia.com/gpu.present'] == 'true'
-    assert labels['nvidia.com/gpu.product'] == EXPECTED[name][1]
+    assert labels['nvidia.com/gpu.product'] in (EXPECTED[name][1], EXPECTED[name][1] + '-SHARED')
     assert labels['nvidia.com/gpu.count'] == '1'
     assert labels['nvidia.com/gpu.deploy.device-plugin'] == 'true'
     # Every fixture's /proc shows its driver loaded: the driver stage found them pre-installed.
     assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
+    # H100 and H200 are MIG-capable: the Operator's default MIG layout, as it labels such nodes.
+    assert labels['nvidia.com/mig.config'] == 'all-disabled' and labels['nvidia.com/mig.strategy'] == 'single'
+
+
+def test_sharing_labels_say_what_the_plugin_config_shares(host):
+    """The labels follow the config of the ConfigMap the node's device plugin reads (chosen as config-manager chooses it)."""
+    name = host.backend.get_hostname()
+    labels = labels_of(name)
+    chosen = labels.get('nvidia.com/device-plugin.config') or policy()['spec']['devicePlugin']['config']['default']
+    assert chosen == EXPECTED[name][2]
+    config = yaml.safe_load(kubernetes.client.CoreV1Api(api()).read_namespaced_config_map(CONFIG_MAP, NAMESPACE).data[chosen])
+    (kind, shared), = config['sharing'].items()
+    replicas = shared['resources'][0]['replicas']
+    assert (labels['nvidia.com/gpu.sharing-strategy'], labels['nvidia.com/gpu.replicas']) == (SHARING[kind], str(replicas))
+    assert labels['nvidia.com/gpu.product'] == EXPECTED[name][1] + '-SHARED'
+    assert labels['nvidia.com/mps.capable'] == ('true' if kind == 'mps' else 'false')
+
+
+def test_operand_entrypoints_start_on_the_driver_stage_s_driver_ready(host):
+    """The device plugin's and MIG manager's entrypoints (from their ConfigMaps) run on the node: they source driver-ready,
+    export it (a host driver: the MIG manager stops the host's GPU clients) and hand the args to the program."""
+    core = kubernetes.client.CoreV1Api(api())
+    # a stand-in for the operand's program that prints what it was started with
+    fake = '#!/bin/sh\nenv | sort\necho "args: $*"\n'
+    for config_map, program in (('nvidia-device-plugin-entrypoint', 'nvidia-device-plugin'), ('nvidia-mig-manager-entrypoint', 'nvidia-mig-manager')):
+        script = core.read_namespaced_config_map(config_map, NAMESPACE).data['entrypoint.sh']
+        for path, text, mode in (('/tmp/gpuops-entrypoints/' + program, fake, '0755'), ('/tmp/gpuops-entrypoints/entrypoint.sh', script, '0644')):
+            written = host.run('mkdir -p /tmp/gpuops-entrypoints && echo %s | base64 -d > %s && chmod %s %s',
+                               base64.b64encode(text.encode()).decode(), path, mode, path)
+            assert written.rc == 0, written.stderr
+        started = host.run('PATH=/tmp/gpuops-entrypoints:$PATH timeout 20 sh /tmp/gpuops-entrypoints/entrypoint.sh --flag=x')
+        assert started.rc == 0, started.stdout + started.stderr
+        env = dict(line.split('=', 1) for line in started.stdout.splitlines() if '=' in line and not line.startswith('args: '))
+        assert (env['IS_HOST_DRIVER'], env['NVIDIA_DRIVER_ROOT'], env['DRIVER_ROOT_CTR_PATH']) == ('true', '/', '/host')
+        assert 'args: --flag=x' in started.stdout.splitlines()
+        if program == 'nvidia-mig-manager':
+            assert env['WITH_SHUTDOWN_HOST_GPU_CLIENTS'] == 'true'
+    assert host.run('rm -rf /tmp/gpuops-entrypoints').rc == 0
 
 
 def test_prerequisites_and_operands():
     core, apps = kubernetes.client.CoreV1Api(api()), kubernetes.client.AppsV1Api(api())
     namespace = core.read_namespace(NAMESPACE)
     assert namespace.metadata.labels['pod-security.kubernetes.io/enforce'] == 'privileged'
+    # The lab's nodes do not use CDI: only the runtime class the operands name, as with the Operator.
     handlers = sorted(item.handler for item in kubernetes.client.NodeV1Api(api()).list_runtime_class(label_selector=MANAGED_BY).items)
-    assert handlers == ['nvidia', 'nvidia-cdi', 'nvidia-legacy']
-    daemonsets = sorted(item.metadata.name for item in apps.list_namespaced_daemon_set(NAMESPACE, label_selector=MANAGED_BY).items)
-    assert daemonsets == ['nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-mig-manager']
+    assert handlers == ['nvidia']
+    daemonsets = dict((item.metadata.name, item.spec.template.spec)
+                      for item in apps.list_namespaced_daemon_set(NAMESPACE, label_selector=MANAGED_BY).items)
+    assert sorted(daemonsets) == ['nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon',
+                                  'nvidia-mig-manager']
+    # config-manager in the plugin and the MPS daemons picks each node's config from the ConfigMap
+    for name in ('nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon'):
+        sidecar = next(c for c in daemonsets[name].containers if c.name == 'config-manager')
+        assert {e.name: e.value for e in sidecar.env}['DEFAULT_CONFIG'] == 'time-sliced'
+        assert any(v.config_map and v.config_map.name == CONFIG_MAP for v in daemonsets[name].volumes)
+    assert daemonsets['nvidia-device-plugin-mps-control-daemon'].node_selector == {
+        'nvidia.com/gpu.deploy.device-plugin': 'true', 'nvidia.com/mps.capable': 'true'}
+    assert sorted(core.read_namespaced_config_map(CONFIG_MAP, NAMESPACE).data) == ['mps-2', 'time-sliced']
+    profiles = yaml.safe_load(core.read_namespaced_config_map('default-mig-parted-config', NAMESPACE).data['config.yaml'])['mig-configs']
+    assert len(profiles) == 81 and 'all-balanced' in profiles
+
+
+@functools.lru_cache(maxsize=None)
+def policy():
+    return kubernetes.client.CustomObjectsApi(api()).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
 
 
 def test_cluster_policy_applied_not_validated():
-    policy = kubernetes.client.CustomObjectsApi(api()).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    policy_ = policy()
     # The node-side roles install the driver and the toolkit on the host, as the Operator's driver.enabled=false does.
-    assert policy['spec']['driver']['enabled'] is False
-    assert policy['spec']['toolkit']['enabled'] is False
+    assert policy_['spec']['driver']['enabled'] is False
+    assert policy_['spec']['toolkit']['enabled'] is False
+    assert policy_['spec']['devicePlugin']['config'] == {'name': CONFIG_MAP, 'default': 'time-sliced'}
     # The validation stage (skipped: the stand-in runs no Pods) is what records a state.
-    assert 'state' not in policy.get('status', {})
+    assert 'state' not in policy_.get('status', {})

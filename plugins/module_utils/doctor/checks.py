@@ -21,9 +21,12 @@ import json
 import re
 import time
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as device_plugin_check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import plugin_config
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import node_api as nfd_node_labels
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import rules as label_rules
 
 SEVERITIES = ('error', 'warning', 'info')
 SITE = 'ansible-playbook -i <inventory> gpuops.gpu_operator.site --limit <node>'
@@ -422,6 +425,63 @@ def device_plugin_findings(node, sockets, resource=device_plugin_check.DEFAULT_R
         return [finding('gpu-capacity-mismatch', 'warning', 'the Node advertises another number of %s than its labels describe' % resource, problems,
                         'check the device plugin config (sharing replicas, MIG strategy) and the unhealthy GPUs in its log')]
     return []
+
+
+def _plugin_config(labels, policy, config_maps):
+    """(the config the node's device plugin runs (None: none), where it comes from, problem finding or None)."""
+    config = ((policy.get('spec') or {}).get('devicePlugin') or {}).get('config') or {}
+    chosen = plugin_config.selected(config, labels.get(plugin_config.NODE_LABEL, ''))
+    if not config.get('name') or not chosen:
+        return None, 'no device plugin config', None
+    picked_by = 'label %s' % plugin_config.NODE_LABEL if labels.get(plugin_config.NODE_LABEL) else 'devicePlugin.config.default'
+    source = 'config %s of ConfigMap %s (%s)' % (chosen, config['name'], picked_by)
+    data = next((item.get('data') or {} for item in config_maps if item['metadata']['name'] == config['name']), None)
+    if data is None or chosen not in data:
+        found = 'has %s' % ', '.join(sorted(data)) if data is not None else 'not found in the operator namespace'
+        return None, source, finding(
+            'device-plugin-config-missing', 'error',
+            'the device plugin config %s the node runs does not exist: config-manager cannot start the plugin there' % chosen,
+            ['ConfigMap %s %s' % (config['name'], found)],
+            'give it in gpu_cluster_operands_policy.devicePlugin.config.data, or set gpu_node_labels_device_plugin_config for <node> '
+            'to a config it has, then ' + SITE)
+    try:
+        return plugin_config.load(data[chosen], source), source, None
+    except GpuOpsError as exc:
+        return None, source, finding('device-plugin-config-invalid', 'error', 'the device plugin config the node runs cannot be read',
+                                     [str(exc)], 'fix it in gpu_cluster_operands_policy.devicePlugin.config.data and run the site playbook')
+
+
+def plugin_config_findings(node, policies, config_maps):
+    """Whether a GPU Node's MIG and sharing labels say what its device plugin config makes the plugin advertise.
+
+    The config is the one config-manager picks (the node's nvidia.com/device-plugin.config label, else the ClusterPolicy's
+    devicePlugin.config.default) from the ConfigMap the ClusterPolicy names; only labels the Node has are compared (missing
+    ones are labels-missing).
+    """
+    labels = (node.get('metadata') or {}).get('labels') or {}
+    policy = next(iter(policies or []), None)
+    if labels.get('nvidia.com/gpu.present') != 'true' or policy is None or config_maps is None:
+        return []
+    config, source, problem = _plugin_config(labels, policy, config_maps)
+    if problem:
+        return [problem]
+    replicas, strategy, shared = label_rules.sharing_view(plugin_config.sharing(config))
+    mig = ((policy.get('spec') or {}).get('mig') or {}).get('strategy') or 'none'
+    want = {'nvidia.com/gpu.sharing-strategy': strategy, 'nvidia.com/mps.capable': 'true' if strategy == 'mps' else 'false',
+            'nvidia.com/mig.strategy': mig if mig != 'none' else None}
+    if labels.get('nvidia.com/gpu.replicas') != '0':  # 0: MIG-enabled GPUs, which are not shared
+        want['nvidia.com/gpu.replicas'] = str(replicas)
+    lines = ['%s: Node has %s, %s makes it %s' % (key, labels[key], source, value if value is not None else '(no label)')
+             for key, value in sorted(want.items()) if key in labels and labels[key] != value]
+    product = labels.get('nvidia.com/gpu.product', '')
+    if product and labels.get('nvidia.com/gpu.replicas') != '0' and product.endswith('-SHARED') != shared:
+        lines.append('nvidia.com/gpu.product: Node has %s, %s makes it %s the -SHARED suffix' % (product, source, 'with' if shared else 'without'))
+    if not lines:
+        return []
+    return [finding('labels-disagree-with-plugin-config', 'error',
+                    'the Node\'s MIG or sharing labels disagree with what its device plugin advertises (%s)' % source, lines,
+                    'label it from the same settings: set gpu_node_labels_device_plugin_config for <node> to the config it runs (or remove '
+                    'the %s label someone set), then %s' % (plugin_config.NODE_LABEL, SITE))]
 
 
 # Taints the DaemonSet controller tolerates for every DaemonSet Pod by itself.

@@ -35,6 +35,7 @@ def argument_spec():
         deploy=dict(type='dict'),
         driver_record_file=dict(type='path', default=driver_state.RECORD_FILE),
         extra_labels=dict(type='dict'),
+        mig_config=dict(type='str', default=''),
         features_d=dict(type='path'),
     )
     spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
@@ -102,7 +103,8 @@ def run(module, result):
         deploy = dict((k, label_value(v)) for k, v in (params['deploy'] or {}).items())
         deploy.setdefault('driver', driver_label(params, facts))
         labels, warnings = nfd_label_rules.compute_labels(
-            facts, params['mig_strategy'], params['sharing'], deploy, {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()})
+            facts, params['mig_strategy'], params['sharing'], deploy, {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()},
+            params['mig_config'])
         for warning in warnings:
             module.warn(warning)
         result.update(labels=labels, discovery=facts)

@@ -16,7 +16,7 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, PRESENT
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, MIG_CONFIG, PRESENT
 
 # The Node annotation recording the labels this module set and the value it set each to (a JSON
 # object; a JSON list of keys from earlier releases still reads), so that stale ones and
@@ -44,7 +44,8 @@ def reconcile(current, owned, desired, state='present'):
 
     present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value already on the Node
     (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
-    unless that value is the one we set; a node that had gpu.present=true and no longer has a GPU gets
+    unless that value is the one we set; nvidia.com/mig.config (a default, as the Operator sets it) likewise; a node that
+    had gpu.present=true and no longer has a GPU gets
     gpu.present=false and loses its deploy labels; owned labels no longer desired are removed. absent: remove the
     owned labels. A label whose value someone changed since we set it is theirs: neither removed nor counted as ours.
     """
@@ -69,7 +70,8 @@ def reconcile(current, owned, desired, state='present'):
                     after.pop(key)
         for key, value in desired.items():
             found = current.get(key)
-            if key.startswith(DEPLOY) and value == 'true' and found not in (None, '', 'true') and owned.get(key) != found:
+            defaulted = (key.startswith(DEPLOY) and value == 'true') or key == MIG_CONFIG
+            if defaulted and found not in (None, '', value) and owned.get(key) != found:
                 # Kept as found; whoever set that value owns the label from now on.
                 continue
             after[key] = value

@@ -23,6 +23,10 @@ NFD = 'feature.node.kubernetes.io/'
 GPU = 'nvidia.com/gpu.'
 PRESENT = 'nvidia.com/gpu.present'
 DEPLOY = 'nvidia.com/gpu.deploy.'
+# The MIG profile mig-manager applies; the Operator labels a MIG-capable node with migManager.config.default when it has none.
+MIG_CONFIG = 'nvidia.com/mig.config'
+# Labels that choose a config for the node: the Operator (or the admin) changes them on the Node, so NFD must not own them.
+CHOICES = (MIG_CONFIG, 'nvidia.com/device-plugin.config')
 DEPLOY_COMPONENTS = ('driver', 'gpu-feature-discovery', 'container-toolkit', 'device-plugin', 'dcgm', 'dcgm-exporter',
                      'node-status-exporter', 'operator-validator')
 MIG_STRATEGIES = ('none', 'single', 'mixed')
@@ -277,12 +281,13 @@ def deploy_labels(mig_capable, overrides):
     return labels
 
 
-def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_labels=None):
+def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_labels=None, mig_config=''):
     """(labels, warnings): the label set for a node with these facts.
 
     Deploy labels are 'true' unless overridden; applying them keeps a non-empty value already on
-    the Node (see nfd_node_labels). Invalid computed values are left out with a warning; invalid
-    option values raise LabelError.
+    the Node (see nfd_node_labels), as it keeps the nvidia.com/mig.config a MIG-capable node gets
+    (`mig_config`, migManager.config.default). Invalid computed values are left out with a
+    warning; invalid option values raise LabelError.
     """
     if mig_strategy not in MIG_STRATEGIES:
         raise LabelError('mig_strategy must be one of %s, got %r' % (', '.join(MIG_STRATEGIES), mig_strategy))
@@ -302,6 +307,8 @@ def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_
         if facts['gpus']:
             labels.update(gfd_labels(facts, mig_strategy, sharing, warnings))
         labels.update(deploy_labels(labels.get('nvidia.com/mig.capable') == 'true', deploy))
+        if mig_config and labels.get('nvidia.com/mig.capable') == 'true':
+            labels[MIG_CONFIG] = mig_config
         if facts.get('nvidia_smi_errors') and not facts['gpus']:
             warnings.append('the PCI bus shows %d NVIDIA GPU(s) but nvidia-smi gave no GPU data (%s); only the NFD and Operator labels are set'
                             % (len(facts['pci_gpus']), '; '.join(facts['nvidia_smi_errors'])))
@@ -323,11 +330,12 @@ def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_
 def local_feature_text(labels):
     """An NFD local-source feature file (features.d) with the GFD labels; None when there are none.
 
-    gpu.present and the deploy labels stay out: the Operator changes those on the Node (e.g.
-    paused-for-driver-upgrade) and NFD would set them back. NFD computes its own feature.node labels.
+    gpu.present, the deploy labels and the config choices stay out: the Operator and admins change
+    those on the Node (e.g. paused-for-driver-upgrade) and NFD would set them back. NFD computes its
+    own feature.node labels.
     """
     lines = ['%s=%s' % (key, labels[key]) for key in sorted(labels)
-             if key.startswith('nvidia.com/') and key != PRESENT and not key.startswith(DEPLOY)]
+             if key.startswith('nvidia.com/') and key != PRESENT and not key.startswith(DEPLOY) and key not in CHOICES]
     if not lines:
         return None
     return '# Written by gpuops.gpu_operator.nfd_labels; changes are overwritten.\n' + '\n'.join(lines) + '\n'
@@ -335,10 +343,11 @@ def local_feature_text(labels):
 
 def is_gfd_label(key):
     """A label GPU Feature Discovery sets: nvidia.com/gpu.* (but gpu.present and the Operator's deploy labels),
-    cuda.*, mps.*, and the MIG labels (mig.*, and the mig-<profile>.* resources of the mixed strategy)."""
+    cuda.*, mps.*, and the MIG labels (mig.*, and the mig-<profile>.* resources of the mixed strategy) but
+    nvidia.com/mig.config, which the Operator sets for the MIG manager."""
     if key.startswith(GPU):
         return key != PRESENT and not key.startswith(DEPLOY)
-    return key.startswith(('nvidia.com/cuda.', 'nvidia.com/mps.', 'nvidia.com/mig'))
+    return key.startswith(('nvidia.com/cuda.', 'nvidia.com/mps.', 'nvidia.com/mig')) and key != MIG_CONFIG
 
 
 def labels_to_apply(labels, nfd_enabled=False, gfd_enabled=True):

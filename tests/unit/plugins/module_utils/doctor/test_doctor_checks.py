@@ -487,6 +487,52 @@ def test_api_findings():
     assert checks_of(found) == [('api-read-failed', 'error')] and found[0]['evidence'] == ['403 Forbidden']
 
 
+# --- Node labels against the device plugin config --------------------------------------------------------
+
+PLUGIN_POLICY = [dict(metadata=dict(name='cluster-policy'),
+                      spec=dict(mig=dict(strategy='single'), devicePlugin=dict(config=dict(name='plugin-configs', default='ts'))))]
+PLUGIN_CONFIGS = [dict(metadata=dict(name='kube-root-ca.crt'), data={'ca.crt': 'x'}),
+                  dict(metadata=dict(name='plugin-configs'), data={
+                      'ts': 'version: v1\nsharing:\n  timeSlicing:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 4}\n',
+                      'mps': 'version: v1\nsharing:\n  mps:\n    resources:\n    - {name: nvidia.com/gpu, replicas: 2}\n',
+                      'broken': 'sharing: [a'})]
+TIME_SLICED = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3-SHARED', 'nvidia.com/gpu.replicas': '4',
+               'nvidia.com/gpu.sharing-strategy': 'time-slicing', 'nvidia.com/mps.capable': 'false', 'nvidia.com/mig.strategy': 'single'}
+MPS_SHARED = dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'mps', 'nvidia.com/gpu.replicas': '2',
+                                  'nvidia.com/gpu.sharing-strategy': 'mps', 'nvidia.com/mps.capable': 'true'})
+
+
+@pytest.mark.parametrize('labels, expected', [
+    (TIME_SLICED, []),                                   # the default config, labelled as it shares
+    (MPS_SHARED, []),                                    # the config the node's label picks
+    (dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'mps'}), [('labels-disagree-with-plugin-config', 'error')]),
+    (dict(MPS_SHARED, **{'nvidia.com/mps.capable': 'false'}), [('labels-disagree-with-plugin-config', 'error')]),
+    (dict(TIME_SLICED, **{'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3'}), [('labels-disagree-with-plugin-config', 'error')]),
+    (dict(TIME_SLICED, **{'nvidia.com/mig.strategy': 'mixed'}), [('labels-disagree-with-plugin-config', 'error')]),
+    (dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'other'}), [('device-plugin-config-missing', 'error')]),
+    (dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'broken'}), [('device-plugin-config-invalid', 'error')]),
+    ({'nvidia.com/gpu.present': 'true'}, []),            # labels missing altogether: labels-missing says so
+    ({'nvidia.com/gpu.present': 'false'}, []),
+])
+def test_plugin_config_findings(labels, expected):
+    assert checks_of(checks.plugin_config_findings(node(labels=labels), PLUGIN_POLICY, PLUGIN_CONFIGS)) == expected
+
+
+def test_plugin_config_disagreement_says_what_and_why():
+    found = checks.plugin_config_findings(node(labels=dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'mps'})), PLUGIN_POLICY, PLUGIN_CONFIGS)
+    assert found[0]['evidence'] == [
+        'nvidia.com/gpu.replicas: Node has 4, config mps of ConfigMap plugin-configs (label nvidia.com/device-plugin.config) makes it 2',
+        'nvidia.com/gpu.sharing-strategy: Node has time-slicing, config mps of ConfigMap plugin-configs (label nvidia.com/device-plugin.config) '
+        'makes it mps',
+        'nvidia.com/mps.capable: Node has false, config mps of ConfigMap plugin-configs (label nvidia.com/device-plugin.config) makes it true']
+    assert 'gpu_node_labels_device_plugin_config' in found[0]['fix']
+    # without a config, nothing is shared: a node labelled as shared disagrees
+    no_config = [dict(PLUGIN_POLICY[0], spec=dict(mig=dict(strategy='single'), devicePlugin={}))]
+    assert checks_of(checks.plugin_config_findings(node(labels=TIME_SLICED), no_config, [])) == [('labels-disagree-with-plugin-config', 'error')]
+    assert checks.plugin_config_findings(node(labels=TIME_SLICED), None, PLUGIN_CONFIGS) == []
+    assert checks.plugin_config_findings(node(labels=TIME_SLICED), PLUGIN_POLICY, None) == [], 'ConfigMaps not read: not checked'
+
+
 # --- report -------------------------------------------------------------------------------------------------
 
 def node_result(findings, sockets=None):

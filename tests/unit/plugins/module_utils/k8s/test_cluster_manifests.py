@@ -3,10 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Every cluster-side manifest rendered from ClusterPolicy settings and validated against Kubernetes 1.29 to 1.34."""
+"""Every cluster-side manifest rendered from ClusterPolicy settings and validated against Kubernetes 1.29 to 1.34.
+
+The Operator facts each object must carry are checked through ansible-playbook in tests/cluster/test_parity.py;
+these are the renderer's own rules, table-driven.
+"""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
+
+import json
 
 import jsonschema
 import kubernetes_validate
@@ -15,31 +21,47 @@ import yaml
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
 NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy'}
-TIME_SLICING = {'sharing': {'timeSlicing': {'renameByDefault': True, 'failRequestsGreaterThanOne': True,
-                                            'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
-MPS = {'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}
+TIME_SLICING = {'version': 'v1', 'sharing': {'timeSlicing': {'renameByDefault': True, 'failRequestsGreaterThanOne': True,
+                                                             'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
+MPS = {'version': 'v1', 'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}
+CONFIGS = {'config': {'name': 'plugin-configs', 'default': 'ts', 'data': {'ts': TIME_SLICING, 'mps': yaml.safe_dump(MPS)}}}
+MIG_CONFIG = {'version': 'v1', 'mig-configs': {'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
+                                               'two-3g': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}}]}}
+CDI_NODES = [{'host': 'a', 'cdi_enabled': True}, {'host': 'b', 'cdi_enabled': True}]
 SCENARIOS = {
     'defaults': {},
     'registry': {'registry': 'mirror.example:5000/nv'},
     'per-image override': {'registry': 'mirror.example', 'policy': {'dcgmExporter': {'repository': 'quay.example/dcgm', 'version': '4.0.0'}}},
     'tolerations and OnDelete': {'policy': {'daemonsets': {'tolerations': [{'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoExecute',
                                                                            'tolerationSeconds': 30}],
-                                                           'updateStrategy': 'OnDelete', 'priorityClassName': 'gpu-critical'}}},
+                                                           'updateStrategy': 'OnDelete', 'priorityClassName': 'gpu-critical',
+                                                           'podSecurityContext': {'runAsUser': 0}}}},
     'maxUnavailable percent': {'policy': {'daemonsets': {'rollingUpdate': {'maxUnavailable': '25%'}, 'labels': {'team': 'ml'}, 'annotations': {'a': 'b'}}}},
     'mig none': {'policy': {'mig': {'strategy': 'none'}}},
-    'mig mixed with MIG time-slicing': {'policy': {'mig': {'strategy': 'mixed'}},
-                                        'config': {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/mig-1g.10gb', 'replicas': 2}]}}}},
-    'time-slicing': {'config': TIME_SLICING},
-    'mps': {'config': MPS},
-    'everything on, pull secrets, resources, args': {
+    'mig mixed with MIG time-slicing': {'policy': {'mig': {'strategy': 'mixed'}, 'devicePlugin': {'config': {'name': 'c', 'default': 'x', 'data': {
+        'x': {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/mig-1g.10gb', 'replicas': 2}]}}}}}}}},
+    'time-slicing and MPS configs, per node': {'policy': {'devicePlugin': CONFIGS, 'gfd': {'enabled': True}}},
+    'external device plugin ConfigMap': {'policy': {'devicePlugin': {'config': {'name': 'theirs', 'default': 'any'}}}},
+    'CDI': {'nodes': CDI_NODES, 'policy': {'operator': {'runtimeClass': 'nvidia'}}},
+    'custom MIG config, GPU clients, metrics, MPS root': {'policy': {
+        'migManager': {'config': {'name': 'my-mig', 'data': {'config.yaml': MIG_CONFIG}}, 'gpuClientsConfig': {'name': 'my-clients'}},
+        'dcgmExporter': {'config': {'name': 'my-metrics', 'data': 'DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization.\n'},
+                         'hpcJobMapping': {'enabled': True}, 'enablePodLabels': True, 'podLabelAllowlistRegex': ['^app$'],
+                         'service': {'type': 'NodePort'}, 'hostPID': True, 'annotations': {'x': 'y'}},
+        'devicePlugin': {'mps': {'root': '/var/run/mps'}, 'hostNetwork': True}}},
+    'everything on, pull secrets, resources, args, env': {
         'monitor': True,
-        'policy': {'gfd': {'enabled': True},
+        'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]},
+                   'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}},
                    'devicePlugin': {'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
+                                    'env': [{'name': 'DEVICE_LIST_STRATEGY', 'value': 'volume-mounts'}],
                                     'resources': {'limits': {'memory': '100Mi', 'cpu': 1}}},
                    'dcgmExporter': {'serviceMonitor': {'honorLabels': True, 'additionalLabels': {'release': 'prom'},
                                                        'relabelings': [{'sourceLabels': ['__meta_kubernetes_pod_node_name'], 'targetLabel': 'instance'}]}}}},
@@ -47,26 +69,49 @@ SCENARIOS = {
 
 
 def render(scenario):
-    return cm.operands(scenario.get('policy'), 'gpu-operator', scenario.get('registry', ''), scenario.get('config'),
-                       scenario.get('mig_configs'), scenario.get('monitor', False))
+    return cm.operands(scenario.get('policy'), 'gpu-operator', scenario.get('registry', ''), scenario.get('monitor', False), scenario.get('nodes'))
 
 
 def every_object(scenario):
     rendered = render(scenario)
     extra = [cm.cluster_policy(rendered['resolved']), cm.validator_pod('gpu-operator', registry=scenario.get('registry', ''))]
-    return rendered['present'] + cm.prerequisites('gpu-operator') + extra
+    return rendered['present'] + cm.prerequisites('gpu-operator', True, scenario.get('policy'), scenario.get('nodes')) + extra
+
+
+def by_name(objects, kind):
+    return dict((o['metadata']['name'], o) for o in objects if o['kind'] == kind)
+
+
+def pod_of(rendered, name):
+    return by_name(rendered['present'], 'DaemonSet')[name]['spec']['template']['spec']
+
+
+def env_of(container):
+    return dict((e['name'], e.get('value', e.get('valueFrom'))) for e in container['env'])
+
+
+def distinct_objects():
+    """{object as JSON: the first scenario rendering it}: scenarios share most objects, each is validated once."""
+    found = {}
+    for name, scenario in SCENARIOS.items():
+        for obj in every_object(scenario):
+            found.setdefault(json.dumps(obj, sort_keys=True), name)
+    return found
 
 
 @pytest.mark.parametrize('minor', MINORS)
-@pytest.mark.parametrize('name', list(SCENARIOS))
-def test_manifests_validate(name, minor):
+def test_manifests_validate(minor):
     skipped = set()
-    for obj in every_object(SCENARIOS[name]):
+    for text, scenario in distinct_objects().items():
+        obj = json.loads(text)
         if obj['kind'] in NOT_IN_CORE_SCHEMAS:
             skipped.add(obj['kind'])
             continue
-        kubernetes_validate.validate(obj, minor, strict=True)
-    assert skipped <= NOT_IN_CORE_SCHEMAS and 'ClusterPolicy' in skipped
+        try:
+            kubernetes_validate.validate(obj, minor, strict=True)
+        except kubernetes_validate.ValidationError as exc:
+            raise AssertionError('%s %s of scenario %r: %s' % (obj['kind'], obj['metadata']['name'], scenario, exc)) from None
+    assert skipped == NOT_IN_CORE_SCHEMAS
 
 
 @pytest.mark.parametrize('name', list(SCENARIOS))
@@ -76,122 +121,284 @@ def test_cluster_policy_matches_its_crd_schema(name):
     jsonschema.validate(cm.cluster_policy(render(SCENARIOS[name])['resolved']), schema)
 
 
-def test_nvidia_crd_required_sections_are_present():
-    # NVIDIA's own CRD (used when installed) requires these spec sections.
-    spec = cm.cluster_policy(cm.resolve_policy())['spec']
-    assert {'daemonsets', 'dcgm', 'dcgmExporter', 'devicePlugin', 'driver', 'gfd', 'nodeStatusExporter', 'operator', 'toolkit'} <= set(spec)
-
-
-def test_defaults_and_selectors():
+def test_defaults():
     rendered = render({})
-    daemonsets = {o['metadata']['name']: o for o in rendered['present'] if o['kind'] == 'DaemonSet'}
-    assert sorted(daemonsets) == ['nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-mig-manager']
-    assert rendered['absent'] == [{'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': {'name': 'gpu-feature-discovery', 'namespace': 'gpu-operator'}}]
-    selectors = {name: ds['spec']['template']['spec']['nodeSelector'] for name, ds in daemonsets.items()}
-    assert selectors == {'nvidia-dcgm-exporter': {'nvidia.com/gpu.deploy.dcgm-exporter': 'true'},
-                         'nvidia-device-plugin-daemonset': {'nvidia.com/gpu.deploy.device-plugin': 'true'},
-                         'nvidia-mig-manager': {'nvidia.com/gpu.deploy.mig-manager': 'true'}}
-    plugin = daemonsets['nvidia-device-plugin-daemonset']
+    assert sorted(by_name(rendered['present'], 'DaemonSet')) == [
+        'nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']
+    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery'}
+    plugin = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']
     assert plugin['spec']['updateStrategy'] == {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}}
     pod = plugin['spec']['template']['spec']
-    assert pod['priorityClassName'] == 'system-node-critical' and pod['runtimeClassName'] == 'nvidia'
-    assert pod['tolerations'] == [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]
-    assert pod['containers'][0]['image'] == 'nvcr.io/nvidia/k8s-device-plugin:v0.16.1-ubi8'
+    assert [c['name'] for c in pod['initContainers']] == ['toolkit-validation'] and [c['name'] for c in pod['containers']] == ['nvidia-device-plugin']
+    assert pod['containers'][0]['image'] == 'nvcr.io/nvidia/k8s-device-plugin:v0.20.0'
+    assert pod['initContainers'][0]['image'] == 'nvcr.io/nvidia/gpu-operator:v26.7.0'
     assert not any(o['kind'] == 'ServiceMonitor' for o in rendered['present']), 'no ServiceMonitor without its CRD'
+    assert 'shareProcessNamespace' not in pod, 'no config-manager, nothing to share'
+
+
+def test_release_defaults_are_stated_once():
+    """The images come from policy.IMAGES, the one place a release bump changes."""
+    resolved = render({})['resolved']
+    for key, (repository, image, version) in policy.IMAGES.items():
+        assert (resolved[key]['repository'], resolved[key]['image'], resolved[key]['version']) == (repository, image, version)
+    assert policy.IMAGES['validator'][2] == policy.OPERATOR_RELEASE
 
 
 def test_registry_rewrite_and_per_image_override():
-    images = {o['metadata']['name']: o['spec']['template']['spec']['containers'][0]['image']
-              for o in render(SCENARIOS['per-image override'])['present'] if o['kind'] == 'DaemonSet'}
-    assert images == {'nvidia-device-plugin-daemonset': 'mirror.example/nvidia/k8s-device-plugin:v0.16.1-ubi8',
+    rendered = render(SCENARIOS['per-image override'])
+    images = dict((name, ds['spec']['template']['spec']['containers'][0]['image'])
+                  for name, ds in by_name(rendered['present'], 'DaemonSet').items())
+    assert images == {'nvidia-device-plugin-daemonset': 'mirror.example/nvidia/k8s-device-plugin:v0.20.0',
+                      'nvidia-device-plugin-mps-control-daemon': 'mirror.example/nvidia/k8s-device-plugin:v0.20.0',
                       'nvidia-dcgm-exporter': 'quay.example/dcgm/dcgm-exporter:4.0.0',
-                      'nvidia-mig-manager': 'mirror.example/nvidia/cloud-native/k8s-mig-manager:v0.8.0-ubuntu20.04'}
-    assert cm.validator_pod(registry='mirror.example:5000/nv')['spec']['containers'][0]['image'] == \
-        'mirror.example:5000/nv/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0'
+                      'nvidia-mig-manager': 'mirror.example/nvidia/cloud-native/k8s-mig-manager:v0.15.0'}
+    init_images = set(c['image'] for ds in by_name(rendered['present'], 'DaemonSet').values()
+                      for c in ds['spec']['template']['spec']['initContainers'] if 'validation' in c['name'])
+    assert init_images == {'mirror.example/nvidia/gpu-operator:v26.7.0'}, 'the validation init containers follow the mirror too'
 
 
-def test_device_plugin_config_file_and_rollout_checksum():
-    plain, sliced = render({}), render({'config': TIME_SLICING})
-    config_map = next(o for o in sliced['present'] if o['kind'] == 'ConfigMap' and o['metadata']['name'] == cm.DEVICE_PLUGIN_CONFIG_MAP)
-    assert yaml.safe_load(config_map['data']['config.yaml']) == {'version': 'v1', 'flags': {'migStrategy': 'single'}, **TIME_SLICING}
-
-    def checksum(rendered):
-        ds = next(o for o in rendered['present'] if o['metadata']['name'] == 'nvidia-device-plugin-daemonset')
-        return ds['spec']['template']['metadata']['annotations']['gpuops.gpu_operator/config-sha256']
-    assert checksum(plain) != checksum(sliced), 'a new config rolls the device plugin pods'
+def test_digest_version_pins_with_at():
+    digest = 'sha256:' + 'ab' * 32
+    pod = pod_of(render({'policy': {'migManager': {'version': digest}}}), 'nvidia-mig-manager')
+    assert pod['containers'][0]['image'] == 'nvcr.io/nvidia/cloud-native/k8s-mig-manager@' + digest
 
 
-@pytest.mark.parametrize('config,message', [
-    ({'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 1}]}}}, 'replicas must be an integer >= 2'),
-    ({'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': '4'}]}}}, 'replicas must be an integer >= 2'),
-    ({'sharing': {'timeSlicing': {'resources': []}}}, 'resources must be a non-empty list'),
-    ({'sharing': {'timeSlicing': {'resources': [{'name': 'amd.com/gpu', 'replicas': 2}]}}}, 'must be nvidia.com/gpu or nvidia.com/mig-<profile>'),
-    ({'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/mig-1g.10gb', 'replicas': 2}]}}}, 'only advertised with migStrategy mixed'),
-    ({'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}, 'mps': {}}}, 'exactly one of timeSlicing, mps'),
-    ({'sharing': {'timeSlicing': {'renameByDefault': 'yes', 'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}},
-     'renameByDefault must be true or false'),
-    ({'flags': {'migStrategy': 'double'}}, 'flags.migStrategy must be one of none, single, mixed'),
-    ({'version': 'v2'}, 'version must be v1'),
-    ({'shareing': {}}, "unknown key(s) shareing"),
-])
-def test_bad_device_plugin_config(config, message):
-    with pytest.raises(cm.ManifestError, match='device plugin config') as caught:
-        render({'config': config})
-    assert message in str(caught.value)
+def test_env_and_args_merge_by_name():
+    """One env entry or arg overrides that name only: the Operator's defaults stay (issue: DCGM lost its collectors)."""
+    rendered = render({'policy': {'dcgmExporter': {'env': [{'name': 'DCGM_EXPORTER_INTERVAL', 'value': '10000'},
+                                                           {'name': 'DCGM_EXPORTER_LISTEN', 'value': ':9500'}]},
+                                  'devicePlugin': {'env': [{'name': 'PASS_DEVICE_SPECS', 'value': 'false'}], 'args': ['--mig-strategy=none']},
+                                  'migManager': {'args': ['--with-reboot', '--mode=x', '--mode=y']}}})
+    exporter = pod_of(rendered, 'nvidia-dcgm-exporter')['containers'][0]
+    assert [e['name'] for e in exporter['env']] == ['DCGM_EXPORTER_LISTEN', 'DCGM_EXPORTER_KUBERNETES', 'DCGM_EXPORTER_COLLECTORS', 'NODE_NAME',
+                                                    'DCGM_EXPORTER_INTERVAL']
+    assert env_of(exporter)['DCGM_EXPORTER_LISTEN'] == ':9500' and env_of(exporter)['DCGM_EXPORTER_KUBERNETES'] == 'true'
+    plugin = pod_of(rendered, 'nvidia-device-plugin-daemonset')['containers'][0]
+    assert env_of(plugin)['PASS_DEVICE_SPECS'] == 'false' and env_of(plugin)['DEVICE_ID_STRATEGY'] == 'uuid'
+    # the entrypoint stays: the args reach the plugin through it
+    assert plugin['command'] == ['/bin/sh', '-c'] and plugin['args'] == ['exec /bin/entrypoint.sh "$@"', 'entrypoint.sh', '--mig-strategy=none']
+    assert pod_of(rendered, 'nvidia-mig-manager')['containers'][0]['args'][2:] == ['--with-reboot', '--mode=y']
+    assert policy.merge_args(['--a=1', 'x', '--b'], ['--b=2', '--a=3', 'y']) == ['--a=3', 'x', '--b=2', 'y']
 
 
-@pytest.mark.parametrize('policy,message', [
-    ({'driverr': {}}, 'unknown ClusterPolicy section(s) driverr'),
+def test_gfd_keeps_mig_strategy_over_user_env():
+    pod = pod_of(render(SCENARIOS['everything on, pull secrets, resources, args, env']), 'gpu-feature-discovery')
+    assert env_of(pod['containers'][0])['MIG_STRATEGY'] == 'single'
+
+
+def test_device_plugin_configs_per_node():
+    rendered = render(SCENARIOS['time-slicing and MPS configs, per node'])
+    config_map = by_name(rendered['present'], 'ConfigMap')['plugin-configs']
+    assert sorted(config_map['data']) == ['mps', 'ts']
+    assert yaml.safe_load(config_map['data']['ts']) == TIME_SLICING and yaml.safe_load(config_map['data']['mps']) == MPS
+    for name, process in (('nvidia-device-plugin-daemonset', 'nvidia-device-plugin'), ('gpu-feature-discovery', 'gpu-feature-discovery'),
+                          ('nvidia-device-plugin-mps-control-daemon', '/usr/bin/mps-control-daemon')):
+        pod = pod_of(rendered, name)
+        sidecar = next(c for c in pod['containers'] if c['name'] == 'config-manager')
+        assert env_of(sidecar)['PROCESS_TO_SIGNAL'] == process and env_of(sidecar)['DEFAULT_CONFIG'] == 'ts'
+        assert env_of(sidecar)['FALLBACK_STRATEGIES'] == 'empty'
+        init = next(c for c in pod['initContainers'] if c['name'] == 'config-manager-init')
+        assert env_of(init)['ONESHOT'] == 'true'
+        assert env_of(pod['containers'][0])['CONFIG_FILE'] == '/config/config.yaml'
+        assert {'name': 'plugin-configs', 'configMap': {'name': 'plugin-configs'}} in pod['volumes']
+        assert pod.get('shareProcessNamespace') is (None if pod.get('hostPID') else True)
+    mps = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-mps-control-daemon']['spec']['template']['spec']
+    assert mps['nodeSelector'] == {'nvidia.com/gpu.deploy.device-plugin': 'true', 'nvidia.com/mps.capable': 'true'}
+    assert mps['serviceAccountName'] == 'nvidia-device-plugin'
+
+
+def test_config_changes_roll_the_pods():
+    def checksum(scenario):
+        template = by_name(render(scenario)['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']['spec']['template']
+        return template['metadata']['annotations'][operands.CHECKSUM]
+    changed = {'policy': {'devicePlugin': {'config': dict(CONFIGS['config'], data={'ts': MPS, 'mps': MPS})}}}
+    assert checksum(SCENARIOS['time-slicing and MPS configs, per node']) != checksum(changed) != checksum({})
+
+
+def test_label_settings_follow_the_plugin_config():
+    """The node labels are computed from the same config the plugin gets (one source of truth)."""
+    spec = SCENARIOS['time-slicing and MPS configs, per node']['policy']
+    assert cm.node_label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {},
+                                            'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True}}
+    assert cm.node_label_settings(spec, 'mps')['sharing'] == {'strategy': 'mps', 'replicas': 2, 'rename_by_default': False}
+    assert cm.node_label_settings(spec, 'mps')['labels'] == {'nvidia.com/device-plugin.config': 'mps'}
+    assert cm.node_label_settings({})['sharing'] == {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
+    assert cm.node_label_settings({'migManager': {'enabled': False}, 'mig': {'strategy': 'mixed'}})['mig_config'] == ''
+    with pytest.raises(GpuOpsError, match="no device plugin config 'other' in devicePlugin.config.data"):
+        cm.node_label_settings(spec, 'other')
+    with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
+        cm.node_label_settings(SCENARIOS['external device plugin ConfigMap']['policy'])
+    # GFD Pods read the ConfigMap themselves
+    external_with_gfd = dict(SCENARIOS['external device plugin ConfigMap']['policy'], gfd={'enabled': True})
+    assert cm.node_label_settings(external_with_gfd)['sharing']['strategy'] == 'none'
+
+
+def test_cdi_follows_the_nodes():
+    rendered = render(SCENARIOS['CDI'])
+    plugin = env_of(pod_of(rendered, 'nvidia-device-plugin-daemonset')['containers'][0])
+    assert (plugin['CDI_ENABLED'], plugin['DEVICE_LIST_STRATEGY'], plugin['NVIDIA_CDI_HOOK_PATH']) == (
+        'true', 'cdi-annotations,cdi-cri', '/usr/bin/nvidia-cdi-hook')
+    assert env_of(pod_of(rendered, 'nvidia-mig-manager')['containers'][0])['CDI_ENABLED'] == 'true'
+    assert [o['metadata']['name'] for o in cm.prerequisites(spec={}, nodes=CDI_NODES) if o['kind'] == 'RuntimeClass'] == [
+        'nvidia', 'nvidia-cdi', 'nvidia-legacy']
+    assert [o['metadata']['name'] for o in cm.prerequisites(spec={}) if o['kind'] == 'RuntimeClass'] == ['nvidia']
+    assert [o['metadata']['name'] for o in cm.unused_runtime_classes({})] == ['nvidia-cdi', 'nvidia-legacy']
+    assert cm.unused_runtime_classes({}, CDI_NODES) == []
+    assert 'CDI_ENABLED' not in env_of(pod_of(render({}), 'nvidia-device-plugin-daemonset')['containers'][0])
+
+
+def test_runtime_class_follows_the_toolkit():
+    nodes = [{'host': 'a', 'runtime_name': 'nvidia-gpu'}, {'host': 'b', 'runtime_name': 'nvidia-gpu', 'install_dir': '/opt/bin'}]
+    rendered = render({'nodes': nodes})
+    assert set(ds['spec']['template']['spec']['runtimeClassName'] for ds in by_name(rendered['present'], 'DaemonSet').values()) == {'nvidia-gpu'}
+    assert [o['handler'] for o in cm.prerequisites(spec={}, nodes=nodes) if o['kind'] == 'RuntimeClass'] == ['nvidia-gpu']
+    with pytest.raises(GpuOpsError, match="the GPU nodes differ in container_toolkit_runtime_name .a='nvidia-gpu', b='nvidia'"):
+        render({'nodes': [nodes[0], {'host': 'b'}]})
+    with pytest.raises(GpuOpsError, match="operator.runtimeClass is 'nvidia' but container_toolkit_runtime_name='nvidia-gpu' on a, b"):
+        render({'nodes': nodes, 'policy': {'operator': {'runtimeClass': 'nvidia'}}})
+    with pytest.raises(GpuOpsError, match='container_toolkit_install_dir'):
+        render({'nodes': [dict(node, cdi_enabled=True) for node in nodes]})
+
+
+def test_mig_manager_configs():
+    rendered = render({})
+    manager = pod_of(rendered, 'nvidia-mig-manager')
+    config = yaml.safe_load(by_name(rendered['present'], 'ConfigMap')['default-mig-parted-config']['data']['config.yaml'])
+    assert len(config['mig-configs']) == 81 and 'all-balanced' in config['mig-configs']
+    assert env_of(manager['containers'][0])['DEFAULT_CONFIG_FILE'] == '/mig-parted-config/config-default.yaml'
+    assert env_of(manager['containers'][0])['DEFAULT_GPU_CLIENTS_NAMESPACE'] == {'fieldRef': {'fieldPath': 'metadata.namespace'}}
+    entrypoint = by_name(rendered['present'], 'ConfigMap')['nvidia-mig-manager-entrypoint']['data']['entrypoint.sh']
+    assert 'WITH_SHUTDOWN_HOST_GPU_CLIENTS=${IS_HOST_DRIVER' in entrypoint and '/run/nvidia/validations/driver-ready' in entrypoint
+    custom = render(SCENARIOS['custom MIG config, GPU clients, metrics, MPS root'])
+    manager = pod_of(custom, 'nvidia-mig-manager')
+    assert env_of(manager['containers'][0])['CONFIG_FILE'] == '/mig-parted-config/config.yaml'
+    volumes = dict((v['name'], v) for v in manager['volumes'])
+    assert volumes['mig-parted-config']['configMap'] == {'name': 'my-mig'} and volumes['gpu-clients']['configMap'] == {'name': 'my-clients'}
+    assert {o['metadata']['name'] for o in custom['absent'] if o['kind'] == 'ConfigMap'} == {'default-mig-parted-config', 'default-gpu-clients'}
+    assert 'my-mig' in by_name(custom['present'], 'ConfigMap')
+
+
+def test_dcgm_exporter_options():
+    custom = render(SCENARIOS['custom MIG config, GPU clients, metrics, MPS root'])
+    pod = pod_of(custom, 'nvidia-dcgm-exporter')
+    env = env_of(pod['containers'][0])
+    assert env['DCGM_EXPORTER_COLLECTORS'] == '/etc/dcgm-exporter/dcgm-metrics.csv'
+    assert env['DCGM_HPC_JOB_MAPPING_DIR'] == '/var/lib/dcgm-exporter/job-mapping'
+    assert env['DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS'] == 'true' and pod['automountServiceAccountToken'] is True
+    assert pod['hostPID'] is True
+    assert 'nvidia-dcgm-exporter-read-pods' in by_name(custom['present'], 'ClusterRole')
+    assert by_name(custom['present'], 'Service')['nvidia-dcgm-exporter']['spec']['type'] == 'NodePort'
+    assert pod_of(render({}), 'nvidia-dcgm-exporter')['automountServiceAccountToken'] is False
+    plugin = pod_of(custom, 'nvidia-device-plugin-daemonset')
+    assert {'name': 'mps-root', 'hostPath': {'path': '/var/run/mps', 'type': 'DirectoryOrCreate'}} in plugin['volumes']
+    assert env_of(plugin['containers'][0])['MPS_ROOT'] == '/var/run/mps' and plugin['hostNetwork'] is True
+
+
+def test_service_monitor_only_with_its_crd():
+    everything = render(SCENARIOS['everything on, pull secrets, resources, args, env'])
+    monitor = by_name(everything['present'], 'ServiceMonitor')['nvidia-dcgm-exporter']
+    assert monitor['spec']['endpoints'][0]['honorLabels'] is True and monitor['spec']['jobLabel'] == 'app'
+    assert monitor['metadata']['labels']['release'] == 'prom'
+    off = cm.operands({'dcgmExporter': {'serviceMonitor': {'enabled': False}}}, service_monitor_crd=True)
+    assert any(o['kind'] == 'ServiceMonitor' for o in off['absent'])
+
+
+@pytest.mark.parametrize('spec,message', [
+    ({'driverr': {}}, 'driverr is not honoured by this collection (it honours cdi, daemonsets, dcgmExporter'),
+    ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not honoured by this collection'),
+    ({'psa': {'enabled': True}}, 'psa is not honoured'),
+    ({'driver': {'enabled': True}}, 'driver: the driver is installed on the host by the nvidia_driver role'),
     ({'mig': {'strategy': 'triple'}}, 'mig.strategy must be one of'),
     ({'daemonsets': {'updateStrategy': 'Recreate'}}, 'daemonsets.updateStrategy must be RollingUpdate or OnDelete'),
     ({'daemonsets': {'rollingUpdate': {'maxUnavailable': 'many'}}}, 'maxUnavailable must be a number or a percentage'),
-    ({'devicePlugin': {'version': ''}}, 'devicePlugin.version must not be empty'),
-    ({'migManager': {'config': {'default': 'all-3g'}}}, "'all-3g' is not one of the MIG profiles"),
+    ({'devicePlugin': {'version': ''}}, 'devicePlugin.version must be a non-empty string'),
+    ({'devicePlugin': {'imagePullPolicy': 'Sometimes'}}, 'devicePlugin.imagePullPolicy must be one of Always, Never, IfNotPresent'),
+    ({'devicePlugin': {'env': [{'name': 'A', 'value': True}]}}, 'devicePlugin.env[0] (A): the value must be a string'),
+    ({'devicePlugin': {'env': [{'name': 'A', 'valueFrom': {}}]}}, 'devicePlugin.env[0] must be {name, value}'),
+    ({'devicePlugin': {'enabled': 'yes'}}, 'devicePlugin.enabled must be true or false'),
+    ({'devicePlugin': {'mps': {'root': 'mps'}}}, 'devicePlugin.mps.root must be an absolute path'),
+    ({'migManager': {'config': {'default': 'all-3g'}}}, "migManager.config.default must be all-disabled or ''"),
+    ({'migManager': {'config': {'name': 'default-mig-parted-config'}}}, 'is the name of the default ConfigMap'),
+    ({'migManager': {'config': {'name': 'm', 'data': {'config.yaml': {'version': 'v1', 'mig-configs': {'x': [{'devices': 'all'}]}}}}}},
+     "profile 'x': each entry needs devices and mig-enabled"),
+    ({'migManager': {'config': {'name': 'm', 'data': {'config.yaml': {'version': 'v1', 'mig-configs': {
+        'x': [{'devices': 'all', 'mig-enabled': False}]}}}}}}, 'has no all-disabled profile'),
+    ({'cdi': {'default': True}}, 'cdi.default is deprecated'),
+    ({'devicePlugin': {'config': {'data': {'a': {}}}}}, 'devicePlugin.config.name is required with devicePlugin.config.data'),
+    ({'devicePlugin': {'config': {'name': 'c', 'create': True}}}, 'devicePlugin.config.create is true but devicePlugin.config.data is empty'),
+    ({'devicePlugin': {'config': {'name': 'c', 'create': False, 'data': {'a': {}}}}}, 'the data would be ignored'),
+    ({'devicePlugin': {'config': {'name': 'c', 'default': 'b', 'data': {'a': {}}}}}, "devicePlugin.config.default 'b' is not one of"),
 ])
-def test_bad_policy(policy, message):
-    with pytest.raises(cm.ManifestError) as caught:
-        render({'policy': policy})
+def test_bad_policy(spec, message):
+    with pytest.raises(GpuOpsError) as caught:
+        render({'policy': spec})
+    assert message in str(caught.value)
+
+
+def sharing(kind, resources, **extra):
+    return {'devicePlugin': {'config': {'name': 'c', 'data': {'x': dict({'sharing': {kind: dict({'resources': resources}, **extra)}})}}}}
+
+
+@pytest.mark.parametrize('spec,message', [
+    (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 1}]), 'replicas must be an integer >= 2'),
+    (sharing('mps', [{'name': 'nvidia.com/gpu', 'replicas': '4'}]), 'replicas must be an integer >= 2'),
+    (sharing('timeSlicing', []), 'resources must be a non-empty list'),
+    (sharing('timeSlicing', [{'name': 'amd.com/gpu', 'replicas': 2}]), 'must be nvidia.com/gpu or nvidia.com/mig-<profile>'),
+    (sharing('timeSlicing', [{'name': 'nvidia.com/mig-1g.10gb', 'replicas': 2}]), 'only advertised with migStrategy mixed'),
+    (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2, 'rename': 'x'}]), 'rename is ignored by the device plugin'),
+    (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2, 'devices': [0]}]), 'devices: the device plugin shares all devices'),
+    (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2}], renameByDefault='yes'), 'renameByDefault must be true or false'),
+    (dict(sharing('mps', [{'name': 'nvidia.com/gpu', 'replicas': 2}]), mig={'strategy': 'mixed'}), 'refuses MPS with migStrategy mixed'),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'flags': {'migStrategy': 'none'}}}}}}, "flags.migStrategy 'none' differs from mig.strategy"),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'version': 'v2'}}}}}, 'version must be v1'),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'shareing': {}}}}}}, 'unknown key(s) shareing'),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': 'sharing: [a'}}}}, 'devicePlugin.config.data.x is not valid YAML'),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]},
+                                                                          'mps': {}}}}}}}, 'exactly one of mps, timeSlicing'),
+])
+def test_bad_device_plugin_config(spec, message):
+    with pytest.raises(GpuOpsError, match='devicePlugin.config.data.x') as caught:
+        render({'policy': spec})
     assert message in str(caught.value)
 
 
 def test_filter_reports_setting_errors():
-    operands = FilterModule().filters()['cluster_operands']
-    with pytest.raises(AnsibleFilterError, match='gpuops.gpu_operator: device plugin config: sharing.mps.resources'):
-        operands({}, device_plugin_settings={'sharing': {'mps': {}}})
+    operands_filter = FilterModule().filters()['cluster_operands']
+    with pytest.raises(AnsibleFilterError, match='gpuops.gpu_operator: devicePlugin.config.data.x: sharing.mps.resources'):
+        operands_filter(sharing('mps', None))
 
 
-def test_rbac_is_least_privilege():
-    objects = cm.rbac('gpu-operator')
-    roles = [o for o in objects if o['kind'] == 'ClusterRole']
-    assert roles, 'operands that call the API get a ClusterRole'
+def test_rbac_is_the_operators_without_wildcards():
+    objects = render(SCENARIOS['everything on, pull secrets, resources, args, env'])['present']
+    roles = list(by_name(objects, 'ClusterRole').values()) + list(by_name(objects, 'Role').values())
+    assert roles
     for role in roles:
         for rule in role['rules']:
             assert '*' not in rule['verbs'] + rule['resources'] + rule['apiGroups'], role['metadata']['name']
-    bindings = [o for o in objects if o['kind'] == 'ClusterRoleBinding']
-    assert all(b['roleRef']['name'] == b['metadata']['name'] != 'cluster-admin' for b in bindings)
-    accounts = {o['metadata']['name'] for o in objects if o['kind'] == 'ServiceAccount'}
-    assert accounts == {c['name'] for c in cm.COMPONENTS.values()} | {cm.VALIDATOR_ACCOUNT}
+            assert 'security.openshift.io' not in rule['apiGroups']
+    for binding in list(by_name(objects, 'ClusterRoleBinding').values()) + list(by_name(objects, 'RoleBinding').values()):
+        assert binding['roleRef']['name'] == binding['metadata']['name'] != 'cluster-admin'
+    accounts = set(by_name(objects, 'ServiceAccount'))
+    used = set(ds['spec']['template']['spec']['serviceAccountName'] for ds in by_name(objects, 'DaemonSet').values())
+    assert accounts == used == set(operands.ACCOUNTS.values())
 
 
-def test_namespace_runtime_classes_and_crd():
+def test_namespace_and_crd():
     namespace = cm.namespace_object('gpu-operator')
     assert namespace['metadata']['labels']['pod-security.kubernetes.io/enforce'] == 'privileged'
-    handlers = {(o['metadata']['name'], o['handler']) for o in cm.runtime_classes()}
-    assert handlers == {('nvidia', 'nvidia'), ('nvidia-cdi', 'nvidia-cdi'), ('nvidia-legacy', 'nvidia-legacy')}
     crd = cm.cluster_policy_crd()
     version = crd['spec']['versions'][0]
     assert crd['spec']['scope'] == 'Cluster' and version['subresources'] == {'status': {}}
-    assert [c['jsonPath'] for c in version['additionalPrinterColumns']] == ['.status.state', '.metadata.creationTimestamp']
     assert cm.prerequisites(with_crd=False)[-1]['kind'] != 'CustomResourceDefinition'
 
 
-def test_mig_profiles_config_map():
-    rendered = render({'mig_configs': {'all-1g.10gb': [{'devices': 'all', 'mig-enabled': True, 'mig-devices': {'1g.10gb': 7}}]}})
-    config_map = next(o for o in rendered['present'] if o['metadata']['name'] == cm.MIG_CONFIG_MAP)
-    configs = yaml.safe_load(config_map['data']['config.yaml'])
-    assert configs['version'] == 'v1' and sorted(configs['mig-configs']) == ['all-1g.10gb', 'all-disabled', 'all-enabled']
-    with pytest.raises(cm.ManifestError, match="MIG profile 'broken'"):
-        render({'mig_configs': {'broken': [{'devices': 'all'}]}})
+def test_cluster_policy_object():
+    spec = cm.cluster_policy(render(SCENARIOS['time-slicing and MPS configs, per node'])['resolved'])['spec']
+    assert spec['devicePlugin']['config'] == {'name': 'plugin-configs', 'default': 'ts'}, "the chart's create/data stay out of the CR"
+    assert spec['migManager']['config'] == {'default': 'all-disabled'}
+    assert spec['driver'] == spec['toolkit'] == {'enabled': False}
+    assert spec['cdi'] == {'enabled': False, 'default': False} and spec['operator'] == {'runtimeClass': 'nvidia'}
+    assert 'config' not in cm.cluster_policy(render({})['resolved'])['spec']['devicePlugin']
 
 
 def test_policy_status_keeps_transition_times():

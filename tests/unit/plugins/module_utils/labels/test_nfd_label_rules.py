@@ -224,6 +224,13 @@ def test_deploy_overrides_and_mig_manager():
     assert compute_labels(facts_of('cpu-only'), deploy={'driver': 'pre-installed'})[0] == {}
 
 
+def test_mig_config_default_only_on_mig_capable_nodes():
+    """The Operator labels a MIG-capable node nvidia.com/mig.config=<migManager.config.default>; others get none."""
+    assert compute_labels(facts_of('h100-sxm5-80gb-x1'), mig_config='all-disabled')[0]['nvidia.com/mig.config'] == 'all-disabled'
+    assert 'nvidia.com/mig.config' not in compute_labels(facts_of('t4'), mig_config='all-disabled')[0]
+    assert 'nvidia.com/mig.config' not in compute_labels(facts_of('h100-sxm5-80gb-x1'))[0]
+
+
 def test_nvidia_smi_failing_on_a_gpu_node_keeps_the_known_labels():
     labels, warnings = compute_labels(facts_of('a100-sxm4-80gb-mig', smi_fixture='cpu-only'), 'single')
     assert labels == dict(PCI_0302, **DEPLOY, **{'nvidia.com/gpu.present': 'true'})
@@ -250,8 +257,11 @@ def test_extra_labels():
 
 
 def test_local_feature_text_has_only_the_gfd_labels():
-    text = local_feature_text(compute_labels(facts_of('t4'))[0])
+    labels = compute_labels(facts_of('h100-sxm5-80gb-x1'), mig_config='all-disabled', extra_labels={'nvidia.com/device-plugin.config': 'ts'})[0]
+    text = local_feature_text(labels)
     lines = text.splitlines()
-    assert lines[0].startswith('#') and 'nvidia.com/gpu.product=Tesla-T4' in lines and 'nvidia.com/mig.capable=false' in lines
-    assert not any(line.startswith(('nvidia.com/gpu.deploy.', 'nvidia.com/gpu.present', 'feature.node')) for line in lines)
+    assert lines[0].startswith('#') and 'nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3' in lines and 'nvidia.com/mig.capable=true' in lines
+    # the Operator and admins change these on the Node: NFD must not set them back
+    assert not any(line.startswith(('nvidia.com/gpu.deploy.', 'nvidia.com/gpu.present', 'feature.node', 'nvidia.com/mig.config',
+                                    'nvidia.com/device-plugin.config')) for line in lines)
     assert local_feature_text(compute_labels(facts_of('cpu-only'))[0]) is None

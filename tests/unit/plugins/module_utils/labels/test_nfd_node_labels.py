@@ -74,6 +74,19 @@ def test_a_deploy_value_we_set_follows_what_is_desired(value):
     assert plan['updated'] == ([] if value == 'true' else ['nvidia.com/gpu.deploy.driver'])
 
 
+@pytest.mark.parametrize('found, ours, expected', [
+    (None, None, 'all-disabled'),               # a MIG-capable node without one gets migManager.config.default
+    ('all-balanced', None, 'all-balanced'),     # the admin's choice (kubectl label) is kept, as the Operator keeps it
+    ('all-1g.10gb', 'all-disabled', 'all-1g.10gb'),  # changed since we set it: theirs
+    ('all-disabled', 'all-disabled', 'all-disabled'),
+])
+def test_mig_config_is_a_default_that_yields(found, ours, expected):
+    current = dict(FOREIGN, **({'nvidia.com/mig.config': found} if found else {}))
+    plan = reconcile(current, {'nvidia.com/mig.config': ours} if ours else {}, dict(DESIRED, **{'nvidia.com/mig.config': 'all-disabled'}))
+    assert plan['labels']['nvidia.com/mig.config'] == expected
+    assert ('nvidia.com/mig.config' in plan['owned']) is (expected == 'all-disabled')
+
+
 def test_explicit_deploy_value_is_forced():
     plan = reconcile({'nvidia.com/gpu.deploy.driver': 'true'}, {}, dict(DESIRED, **{'nvidia.com/gpu.deploy.driver': 'pre-installed'}))
     assert plan['labels']['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and plan['updated'] == ['nvidia.com/gpu.deploy.driver']

@@ -30,6 +30,7 @@ from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import facts_
     ('nvidia.com/gpu.present', False),
     ('nvidia.com/gpu.deploy.driver', False),
     ('nvidia.com/gpu.deploy.mig-manager', False),
+    ('nvidia.com/mig.config', False),  # the MIG manager's wanted layout, set by the Operator
     # Labels of neither.
     ('nvidia.com/gpu', False),
     ('nvidia.com/gpu.presently', True),  # only the exact gpu.present is the Operator's

@@ -1,0 +1,155 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The device plugin's config files (devicePlugin.config) and what they mean for a node's labels.
+
+One place reads them for both sides: the operands (the ConfigMap the device plugin, GFD and the MPS
+control daemon choose from by the node label nvidia.com/device-plugin.config) and the node labels
+(gpu.replicas, gpu.sharing-strategy, the -SHARED product suffix, mps.capable), so that the labels
+always say what the plugin advertises. The checks are those k8s-device-plugin v0.20.0 applies at
+start (api/config/v1), made before anything is applied.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+
+NODE_LABEL = 'nvidia.com/device-plugin.config'
+SHARING_KINDS = {'timeSlicing': 'time-slicing', 'mps': 'mps'}
+GPU_RESOURCE = 'nvidia.com/gpu'
+MIG_STRATEGIES = ('none', 'single', 'mixed')
+
+
+class PluginConfigError(GpuOpsError):
+    """A device plugin config the plugin would refuse; the message names the config and the key."""
+
+
+def load(value, where):
+    """A config given as a mapping or as YAML text (the Helm chart's form) -> the mapping."""
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):
+        import yaml  # pylint: disable=import-outside-toplevel  # the renderer runs on the controller, where PyYAML is
+        try:
+            loaded = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise PluginConfigError('%s is not valid YAML: %s' % (where, str(exc).replace('\n', ' ')))
+        if isinstance(loaded, dict):
+            return loaded
+    raise PluginConfigError('%s must be a device plugin config (a mapping, or YAML text of one), not %r' % (where, value))
+
+
+def check(config, mig_strategy, where):
+    """Check one config file as the plugin would; returns it."""
+    unknown = sorted(set(config) - {'version', 'flags', 'sharing'})
+    if unknown:
+        raise PluginConfigError('%s: unknown key(s) %s (allowed: version, flags, sharing)' % (where, ', '.join(unknown)))
+    if config.get('version', 'v1') != 'v1':
+        raise PluginConfigError('%s: version must be v1, not %r' % (where, config['version']))
+    flags = config.get('flags') or {}
+    if not isinstance(flags, dict):
+        raise PluginConfigError('%s: flags must be a mapping, not %r' % (where, flags))
+    strategy = flags.get('migStrategy', mig_strategy)
+    if strategy not in MIG_STRATEGIES:
+        raise PluginConfigError('%s: flags.migStrategy must be one of %s, not %r' % (where, ', '.join(MIG_STRATEGIES), strategy))
+    if strategy != mig_strategy:
+        raise PluginConfigError('%s: flags.migStrategy %r differs from mig.strategy %r, which the plugin is started with (MIG_STRATEGY '
+                                'wins over the file): set mig.strategy instead' % (where, strategy, mig_strategy))
+    sharing = config.get('sharing')
+    if sharing:
+        kinds = sorted(sharing) if isinstance(sharing, dict) else []
+        if len(kinds) != 1 or kinds[0] not in SHARING_KINDS:
+            raise PluginConfigError('%s: sharing takes exactly one of %s, got %s'
+                                    % (where, ', '.join(sorted(SHARING_KINDS)), ', '.join(kinds) or repr(sharing)))
+        _check_sharing(kinds[0], sharing[kinds[0]], strategy, '%s: sharing.%s' % (where, kinds[0]))
+    return config
+
+
+def _check_sharing(kind, sharing, strategy, where):
+    if not isinstance(sharing, dict):
+        raise PluginConfigError('%s must be a mapping with resources, not %r' % (where, sharing))
+    unknown = sorted(set(sharing) - {'renameByDefault', 'failRequestsGreaterThanOne', 'resources'})
+    if unknown:
+        raise PluginConfigError('%s: unknown key(s) %s' % (where, ', '.join(unknown)))
+    for flag in ('renameByDefault', 'failRequestsGreaterThanOne'):
+        if not isinstance(sharing.get(flag, False), bool):
+            raise PluginConfigError('%s.%s must be true or false, not %r' % (where, flag, sharing[flag]))
+    if kind == 'mps' and strategy == 'mixed':
+        raise PluginConfigError('%s: the device plugin refuses MPS with migStrategy mixed' % where)
+    resources = sharing.get('resources')
+    if not isinstance(resources, list) or not resources:
+        raise PluginConfigError('%s.resources must be a non-empty list of {name, replicas}' % where)
+    for index, resource in enumerate(resources):
+        here = '%s.resources[%d]' % (where, index)
+        if not isinstance(resource, dict):
+            raise PluginConfigError('%s must be {name, replicas}, not %r' % (here, resource))
+        name, replicas = resource.get('name'), resource.get('replicas')
+        if not isinstance(name, str) or not (name == GPU_RESOURCE or name.startswith('nvidia.com/mig-')):
+            raise PluginConfigError('%s.name must be nvidia.com/gpu or nvidia.com/mig-<profile>, not %r' % (here, name))
+        if name.startswith('nvidia.com/mig-') and strategy != 'mixed':
+            raise PluginConfigError('%s: %s is only advertised with migStrategy mixed (it is %s)' % (here, name, strategy))
+        if kind == 'mps' and name != GPU_RESOURCE:
+            raise PluginConfigError('%s: the device plugin shares no MIG device with MPS' % here)
+        if isinstance(replicas, bool) or not isinstance(replicas, int) or replicas < 2:
+            raise PluginConfigError('%s.replicas must be an integer >= 2 (sharing a GPU among one is no sharing), not %r' % (here, replicas))
+        # v0.20.0 discards renames and device subsets (DisableResourceNamingInConfig): refuse what would be dropped.
+        if 'rename' in resource:
+            raise PluginConfigError('%s.rename is ignored by the device plugin (it renames only with renameByDefault, to <name>.shared)' % here)
+        if resource.get('devices', 'all') != 'all':
+            raise PluginConfigError('%s.devices: the device plugin shares all devices of a resource (it resets a subset to all)' % here)
+        unknown = sorted(set(resource) - {'name', 'replicas', 'devices'})
+        if unknown:
+            raise PluginConfigError('%s: unknown key(s) %s' % (here, ', '.join(unknown)))
+
+
+def configs(spec, mig_strategy):
+    """{config name: mapping} of devicePlugin.config.data, each checked."""
+    return dict((name, check(load(value, 'devicePlugin.config.data.%s' % name), mig_strategy, 'devicePlugin.config.data.%s' % name))
+                for name, value in (spec.get('data') or {}).items())
+
+
+def sharing(config):
+    """The sharing of nvidia.com/gpu a config gives, in the node labels' terms: {strategy, replicas, rename_by_default}."""
+    for kind, strategy in SHARING_KINDS.items():
+        shared = ((config or {}).get('sharing') or {}).get(kind)
+        if not shared:
+            continue
+        replicas = next((item['replicas'] for item in shared['resources'] if item['name'] == GPU_RESOURCE), 1)
+        if replicas > 1:
+            return {'strategy': strategy, 'replicas': replicas, 'rename_by_default': bool(shared.get('renameByDefault'))}
+    return {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
+
+
+def selected(spec, node_config=''):
+    """The config name a node runs with: its nvidia.com/device-plugin.config label, else devicePlugin.config.default,
+    else none ('': config-manager's fallback "empty", no config file)."""
+    return node_config or spec.get('default') or ''
+
+
+def node_label_settings(resolved, node_config='', gfd_labels=True):
+    """What gpu_node_labels needs to label a node as the plugin (and GFD) see it; `gfd_labels`: no GFD Pods write them.
+
+    {mig_strategy, sharing, mig_config (the nvidia.com/mig.config value for a MIG-capable node without one),
+    labels (nvidia.com/device-plugin.config when the node picks a config)}.
+    """
+    spec = resolved['devicePlugin']['config']
+    strategy = resolved['mig']['strategy']
+    available = configs(spec, strategy)
+    name = selected(spec, node_config)
+    if node_config and not spec.get('name'):
+        raise PluginConfigError('the node asks for device plugin config %r but devicePlugin.config.name names no ConfigMap' % node_config)
+    if name and spec.get('name') and not available and gfd_labels:
+        raise PluginConfigError('devicePlugin.config.name %r has no data: the ConfigMap is yours, but gpu_node_labels writes the labels GFD '
+                                'would and cannot read it; give its content in devicePlugin.config.data, or enable gfd' % spec['name'])
+    if name and available and name not in available:
+        raise PluginConfigError('no device plugin config %r in devicePlugin.config.data (it has %s)' % (name, ', '.join(sorted(available))))
+    manager = resolved['migManager']
+    return {
+        'mig_strategy': strategy,
+        'sharing': sharing(available.get(name)) if name else sharing(None),
+        'mig_config': manager['config']['default'] if manager['enabled'] else '',
+        'labels': {NODE_LABEL: node_config} if node_config else {},
+    }

@@ -1,0 +1,327 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""ClusterPolicy settings: the GPU Operator release this collection tracks, its defaults, and the fields honoured.
+
+Everything the cluster side renders starts here. `resolve()` checks a ClusterPolicy-style spec field
+by field against SCHEMA (a field this collection does not honour is refused by name, never dropped),
+overlays it on the defaults of OPERATOR_RELEASE, points the default images at a mirror, and settles
+what the GPU nodes decide (the runtime class name, CDI) from the container toolkit settings of those
+nodes. Env and args lists merge by name, as the Operator merges env.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import re
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, plugin_config
+
+# The GPU Operator release whose defaults (deployments/gpu-operator/values.yaml) and operand layouts
+# (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this block and
+# gets a changelog entry; tests/cluster/parity/ holds the facts of this release.
+OPERATOR_RELEASE = 'v26.7.0'
+IMAGES = {
+    # repository, image, version
+    'validator': ('nvcr.io/nvidia', 'gpu-operator', OPERATOR_RELEASE),
+    'devicePlugin': ('nvcr.io/nvidia', 'k8s-device-plugin', 'v0.20.0'),
+    'gfd': ('nvcr.io/nvidia', 'k8s-device-plugin', 'v0.20.0'),
+    'dcgmExporter': ('nvcr.io/nvidia/k8s', 'dcgm-exporter', '4.6.0-4.8.3-distroless'),
+    'migManager': ('nvcr.io/nvidia/cloud-native', 'k8s-mig-manager', 'v0.15.0'),
+}
+OPERANDS = ('devicePlugin', 'dcgmExporter', 'gfd', 'migManager')
+MIG_STRATEGIES = ('none', 'single', 'mixed')
+PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
+DEFAULT_MPS_ROOT = '/run/nvidia/mps'
+# What the container_toolkit role does when a GPU node does not say otherwise (roles/container_toolkit/defaults).
+TOOLKIT_DEFAULTS = {'runtime_name': 'nvidia', 'cdi_enabled': False, 'install_dir': '/usr/bin'}
+DOCS = 'docs/coming-from-gpu-operator.md'
+
+
+class PolicyError(GpuOpsError):
+    """A ClusterPolicy setting that cannot be honoured; the message names the field."""
+
+
+def _operand(key, enabled):
+    repository, image, version = IMAGES[key]
+    return {'enabled': enabled, 'repository': repository, 'image': image, 'version': version, 'imagePullPolicy': 'IfNotPresent',
+            'imagePullSecrets': [], 'resources': {}, 'args': [], 'env': [], 'hostNetwork': False}
+
+
+def defaults():
+    """The Operator's defaults for the fields honoured here; GFD is off because gpu_node_labels writes its labels."""
+    validator = _operand('validator', True)
+    for field in ('enabled', 'args', 'env', 'hostNetwork'):
+        del validator[field]
+    return {
+        'operator': {'runtimeClass': ''},  # '': the GPU nodes' container_toolkit_runtime_name
+        'daemonsets': {
+            'labels': {}, 'annotations': {}, 'priorityClassName': 'system-node-critical',
+            'tolerations': [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}],
+            'updateStrategy': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': '1'}, 'podSecurityContext': {},
+        },
+        'mig': {'strategy': 'single'},
+        'cdi': {'enabled': None, 'default': False},  # None: the GPU nodes' container_toolkit_cdi_enabled
+        'validator': validator,
+        'devicePlugin': dict(_operand('devicePlugin', True), config={'name': '', 'default': '', 'create': None, 'data': {}},
+                             mps={'root': DEFAULT_MPS_ROOT}),
+        'dcgmExporter': dict(_operand('dcgmExporter', True), annotations={}, hostPID=False,
+                             config={'name': '', 'create': None, 'data': ''},
+                             hpcJobMapping={'enabled': False, 'directory': ''},
+                             enablePodLabels=False, enablePodUID=False, podLabelAllowlistRegex=[],
+                             service={'type': '', 'internalTrafficPolicy': 'Cluster'},
+                             # created when the Prometheus Operator's CRD exists, as the Operator does
+                             serviceMonitor={'enabled': True, 'interval': '15s', 'scrapeTimeout': '10s', 'honorLabels': False,
+                                             'additionalLabels': {}, 'relabelings': []}),
+        'gfd': _operand('gfd', False),
+        'migManager': dict(_operand('migManager', True), config={'name': '', 'default': 'all-disabled', 'create': None, 'data': {}},
+                           gpuClientsConfig={'name': ''}),
+    }
+
+
+# --- the fields honoured ------------------------------------------------------------------------
+
+_IMAGE = {'repository': 'str', 'image': 'str', 'version': 'str', 'imagePullPolicy': 'str', 'imagePullSecrets': 'strlist',
+          'resources': 'resources'}
+_OPERAND = dict(_IMAGE, enabled='bool', args='strlist', env='env', hostNetwork='bool')
+_CONFIG = {'name': 'str', 'default': 'str', 'create': 'bool', 'data': 'dict'}
+SCHEMA = {
+    'operator': {'runtimeClass': 'str'},
+    'daemonsets': {'labels': 'strmap', 'annotations': 'strmap', 'priorityClassName': 'str', 'tolerations': 'dictlist',
+                   'updateStrategy': 'str', 'rollingUpdate': {'maxUnavailable': 'scalar'}, 'podSecurityContext': 'dict'},
+    'mig': {'strategy': 'str'},
+    'cdi': {'enabled': 'bool', 'default': 'bool'},
+    'validator': dict(_IMAGE),
+    'devicePlugin': dict(_OPERAND, config=_CONFIG, mps={'root': 'str'}),
+    'dcgmExporter': dict(_OPERAND, annotations='strmap', hostPID='bool', config={'name': 'str', 'create': 'bool', 'data': 'str'},
+                         hpcJobMapping={'enabled': 'bool', 'directory': 'str'}, enablePodLabels='bool', enablePodUID='bool',
+                         podLabelAllowlistRegex='strlist',
+                         service={'type': 'str', 'internalTrafficPolicy': 'str'},
+                         serviceMonitor={'enabled': 'bool', 'interval': 'str', 'scrapeTimeout': 'str', 'honorLabels': 'bool',
+                                         'additionalLabels': 'strmap', 'relabelings': 'dictlist'}),
+    'gfd': dict(_OPERAND),
+    'migManager': dict(_OPERAND, config=dict(_CONFIG, data='dict'), gpuClientsConfig={'name': 'str'}),
+}
+# Sections the node-side roles do instead: only their "not deployed by the Operator" value is accepted.
+HOST_SECTIONS = {
+    'driver': 'the driver is installed on the host by the nvidia_driver role (nvidia_driver_* variables)',
+    'toolkit': 'the container toolkit is set up on the host by the container_toolkit role (container_toolkit_* variables)',
+}
+_TYPES = {
+    'str': (str,), 'bool': (bool,), 'dict': (dict,), 'strmap': (dict,), 'strlist': (list,), 'dictlist': (list,), 'env': (list,),
+    'resources': (dict,), 'scalar': (str, int),
+}
+
+
+def _type_error(where, kind, value):
+    return PolicyError('%s must be %s, not %r' % (where, {
+        'str': 'a string', 'bool': 'true or false', 'dict': 'a mapping', 'strmap': 'a mapping of strings to strings',
+        'strlist': 'a list of strings', 'dictlist': 'a list of mappings', 'env': 'a list of {name, value}',
+        'resources': 'a mapping with limits and/or requests', 'scalar': 'a number or a string'}[kind], value))
+
+
+def _check_value(where, kind, value):
+    if not isinstance(value, _TYPES[kind]) or (kind != 'bool' and isinstance(value, bool)):
+        raise _type_error(where, kind, value)
+    if kind == 'strmap' and not all(isinstance(item, str) for item in value.values()):
+        raise _type_error(where, kind, value)
+    if kind == 'strlist' and not all(isinstance(item, str) for item in value):
+        raise _type_error(where, kind, value)
+    if kind == 'dictlist' and not all(isinstance(item, dict) for item in value):
+        raise _type_error(where, kind, value)
+    if kind == 'env':
+        for index, item in enumerate(value):
+            if not isinstance(item, dict) or set(item) - {'name', 'value'} or not isinstance(item.get('name'), str) or not item['name']:
+                raise PolicyError('%s[%d] must be {name, value} (the ClusterPolicy EnvVar), not %r' % (where, index, item))
+            if not isinstance(item.get('value', ''), str):
+                raise PolicyError('%s[%d] (%s): the value must be a string (quote it in YAML), not %r' % (where, index, item['name'], item['value']))
+    if kind == 'resources':
+        for part, quantities in value.items():
+            if part not in ('limits', 'requests') or not isinstance(quantities, dict) or not all(
+                    isinstance(q, (str, int, float)) and not isinstance(q, bool) for q in quantities.values()):
+                raise PolicyError('%s.%s: resources take limits and requests, each a mapping of quantities' % (where, part))
+
+
+def _check_fields(spec, schema, where):
+    if not isinstance(spec, dict):
+        raise PolicyError('%s must be a mapping, not %r' % (where or 'the ClusterPolicy spec', spec))
+    for key in sorted(spec):
+        path = '%s.%s' % (where, key) if where else key
+        if key not in schema:
+            if not where and key in HOST_SECTIONS:
+                if spec[key] == {'enabled': False}:
+                    continue
+                raise PolicyError('%s: %s; only {enabled: false} is accepted here' % (path, HOST_SECTIONS[key]))
+            raise PolicyError('%s is not honoured by this collection (it honours %s); see %s' % (path, ', '.join(
+                '%s.%s' % (where, name) if where else name for name in sorted(schema)), DOCS))
+        if isinstance(schema[key], dict):
+            _check_fields(spec[key], schema[key], path)
+        else:
+            _check_value(path, schema[key], spec[key])
+
+
+# --- merging ------------------------------------------------------------------------------------
+
+def merge(base, override):
+    """Deep merge of mappings; other values of `override` replace those of `base`."""
+    result = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merge(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
+
+
+def merge_env(env, overrides):
+    """The Operator's env merge: a name already there gets the new value in place, a new name is appended."""
+    merged = copy.deepcopy(env)
+    for item in overrides or []:
+        found = next((entry for entry in merged if entry['name'] == item['name']), None)
+        if found is None:
+            merged.append({'name': item['name'], 'value': item.get('value', '')})
+        else:
+            found.pop('valueFrom', None)
+            found['value'] = item.get('value', '')
+    return merged
+
+
+def _flag(arg):
+    return arg.split('=', 1)[0] if arg.startswith('-') else None
+
+
+def merge_args(args, overrides):
+    """Args merged by flag name (--name or --name=value): a flag given again replaces the earlier one in place."""
+    merged = list(args)
+    for arg in overrides or []:
+        flag = _flag(arg)
+        position = next((index for index, item in enumerate(merged) if flag and _flag(item) == flag), None)
+        if position is None:
+            merged.append(arg)
+        else:
+            merged[position] = arg
+    return merged
+
+
+# --- what the GPU nodes decide ------------------------------------------------------------------
+
+def node_toolkit(nodes):
+    """{host: {runtime_name, cdi_enabled, install_dir}} of the GPU nodes, the container_toolkit defaults filled in."""
+    found = {}
+    for node in nodes or []:
+        settings = dict(TOOLKIT_DEFAULTS)
+        settings.update((key, value) for key, value in node.items() if value not in (None, '') and key in TOOLKIT_DEFAULTS)
+        found[node.get('host') or '?'] = settings
+    return found
+
+
+def _from_nodes(toolkit, key, setting, explicit, where):
+    """One value all GPU nodes agree on (or the explicit ClusterPolicy value they must agree with)."""
+    values = dict((host, settings[key]) for host, settings in toolkit.items())
+    distinct = sorted(set(values.values()), key=str)
+    if explicit not in (None, ''):
+        differ = sorted(host for host, value in values.items() if value != explicit)
+        if differ:
+            raise PolicyError('%s is %r but %s on %s: one DaemonSet serves every GPU node, so they must agree'
+                              % (where, explicit, ', '.join('%s=%r' % (setting, values[host]) for host in differ[:1]), ', '.join(differ)))
+        return explicit
+    if len(distinct) > 1:
+        raise PolicyError('the GPU nodes differ in %s (%s): one DaemonSet serves them all, so set it alike on every node'
+                          % (setting, ', '.join('%s=%r' % (host, value) for host, value in sorted(values.items()))))
+    return distinct[0] if distinct else TOOLKIT_DEFAULTS[key]
+
+
+# --- resolving ----------------------------------------------------------------------------------
+
+def _check_plugin_configs(config, resolved):
+    available = plugin_config.configs(config, resolved['mig']['strategy'])
+    if config['default'] and config['default'] not in available:
+        raise PolicyError('devicePlugin.config.default %r is not one of devicePlugin.config.data (%s)' % (config['default'], ', '.join(sorted(available))))
+
+
+def _check_mig_config(config, resolved):
+    mig_profiles.check_config(config['data'], 'migManager.config.data', resolved['migManager']['config']['default'])
+
+
+_CHECK_DATA = {'devicePlugin': _check_plugin_configs, 'dcgmExporter': lambda config, resolved: None, 'migManager': _check_mig_config}
+
+
+def _check_config(where, config, check_data):
+    data = config.get('data')
+    if config.get('create') is None:
+        config['create'] = bool(data)
+    if config['create'] and not data:
+        raise PolicyError('%s.create is true but %s.data is empty: there is nothing to create' % (where, where))
+    if data and not config['create']:
+        raise PolicyError('%s.data is given but %s.create is false: the data would be ignored' % (where, where))
+    if data and not config.get('name'):
+        raise PolicyError('%s.name is required with %s.data (the ConfigMap to create)' % (where, where))
+    if data:
+        check_data(config)
+    return config
+
+
+def resolve(policy=None, registry='', nodes=None):
+    """The full ClusterPolicy spec: `policy` checked and overlaid on the defaults.
+
+    `registry` mirrors every default repository (a repository set in `policy` wins); `nodes` are the
+    GPU nodes' container toolkit settings ([{host, runtime_name, cdi_enabled, install_dir}]),
+    which decide operator.runtimeClass and cdi.enabled when the policy leaves them out and must agree
+    with them when it does not.
+    """
+    policy = policy or {}
+    _check_fields(policy, SCHEMA, '')
+    resolved = merge(defaults(), dict((key, value) for key, value in policy.items() if key in SCHEMA))
+    for key in ('validator',) + OPERANDS:
+        spec = resolved[key]
+        if registry and not (policy.get(key) or {}).get('repository'):
+            spec['repository'] = images.mirrored(spec['repository'], registry)
+        images.reference(spec['repository'], spec['image'], spec['version'], key)
+        if spec['imagePullPolicy'] not in PULL_POLICIES:
+            raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (key, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
+    common = resolved['daemonsets']
+    if common['updateStrategy'] not in ('RollingUpdate', 'OnDelete'):
+        raise PolicyError('daemonsets.updateStrategy must be RollingUpdate or OnDelete, not %r' % common['updateStrategy'])
+    max_unavailable(common['rollingUpdate']['maxUnavailable'])
+    if resolved['mig']['strategy'] not in MIG_STRATEGIES:
+        raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
+    if resolved['cdi']['default']:
+        raise PolicyError('cdi.default is deprecated in the GPU Operator and has no effect there; cdi.enabled makes CDI the default')
+    if resolved['migManager']['config']['default'] not in ('all-disabled', ''):
+        raise PolicyError("migManager.config.default must be all-disabled or '' (the ClusterPolicy CRD's values), not %r"
+                          % resolved['migManager']['config']['default'])
+    for section, default in (('config', mig_profiles.MIG_CONFIG_MAP), ('gpuClientsConfig', mig_profiles.GPU_CLIENTS_MAP)):
+        if resolved['migManager'][section]['name'] == default:
+            raise PolicyError('migManager.%s.name %s is the name of the default ConfigMap: leave the name empty for it' % (section, default))
+    root = resolved['devicePlugin']['mps']['root']
+    if not root.startswith('/') or root.rstrip('/') != root or '//' in root:
+        raise PolicyError('devicePlugin.mps.root must be an absolute path without a trailing slash, not %r' % root)
+    for section in ('devicePlugin', 'dcgmExporter', 'migManager'):
+        _check_config('%s.config' % section, resolved[section]['config'], lambda config, section=section: _CHECK_DATA[section](config, resolved))
+    toolkit = node_toolkit(nodes)
+    resolved['operator']['runtimeClass'] = _from_nodes(toolkit, 'runtime_name', 'container_toolkit_runtime_name',
+                                                       resolved['operator']['runtimeClass'], 'operator.runtimeClass')
+    if not re.match(r'^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', resolved['operator']['runtimeClass']):
+        raise PolicyError('operator.runtimeClass %r is not a valid RuntimeClass name' % resolved['operator']['runtimeClass'])
+    resolved['cdi']['enabled'] = _from_nodes(toolkit, 'cdi_enabled', 'container_toolkit_cdi_enabled', resolved['cdi']['enabled'], 'cdi.enabled')
+    return resolved
+
+
+def max_unavailable(value):
+    """maxUnavailable is a string in the ClusterPolicy ("1", "25%") but an IntOrString in a DaemonSet."""
+    text = str(value)
+    if text.isdigit():
+        return int(text)
+    if text.endswith('%') and text[:-1].isdigit():
+        return text
+    raise PolicyError('daemonsets.rollingUpdate.maxUnavailable must be a number or a percentage, not %r' % (value,))
+
+
+def cdi_hook_path(nodes):
+    """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them."""
+    install_dir = _from_nodes(node_toolkit(nodes), 'install_dir', 'container_toolkit_install_dir', None, None)
+    return install_dir.rstrip('/') + '/nvidia-cdi-hook'
