@@ -12,6 +12,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
 
 
 def _checked(function):
@@ -33,5 +34,5 @@ class FilterModule(object):
             'cluster_prerequisites': _checked(cluster_manifests.prerequisites),
             'cluster_operands': _checked(cluster_manifests.operands),
             'cluster_policy': _checked(cluster_manifests.cluster_policy),
-            'cluster_validator_pod': _checked(cluster_manifests.validator_pod),
+            'cluster_validator_pod': _checked(validation.validator_pod),
         }

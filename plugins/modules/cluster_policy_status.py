@@ -76,7 +76,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import policy_status
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.policy_status import policy_status
 
 GROUP = 'nvidia.com'
 VERSION = 'v1'

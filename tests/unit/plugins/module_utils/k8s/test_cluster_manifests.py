@@ -16,6 +16,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status as ps
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
@@ -53,7 +55,7 @@ def render(scenario):
 
 def every_object(scenario):
     rendered = render(scenario)
-    extra = [cm.cluster_policy(rendered['resolved']), cm.validator_pod('gpu-operator', registry=scenario.get('registry', ''))]
+    extra = [cm.cluster_policy(rendered['resolved']), validation.validator_pod('gpu-operator', registry=scenario.get('registry', ''))]
     return rendered['present'] + cm.prerequisites('gpu-operator') + extra
 
 
@@ -106,7 +108,7 @@ def test_registry_rewrite_and_per_image_override():
     assert images == {'nvidia-device-plugin-daemonset': 'mirror.example/nvidia/k8s-device-plugin:v0.16.1-ubi8',
                       'nvidia-dcgm-exporter': 'quay.example/dcgm/dcgm-exporter:4.0.0',
                       'nvidia-mig-manager': 'mirror.example/nvidia/cloud-native/k8s-mig-manager:v0.8.0-ubuntu20.04'}
-    assert cm.validator_pod(registry='mirror.example:5000/nv')['spec']['containers'][0]['image'] == \
+    assert validation.validator_pod(registry='mirror.example:5000/nv')['spec']['containers'][0]['image'] == \
         'mirror.example:5000/nv/nvidia/k8s/cuda-sample:vectoradd-cuda12.5.0'
 
 
@@ -195,14 +197,14 @@ def test_mig_profiles_config_map():
 
 
 def test_policy_status_keeps_transition_times():
-    first = cm.policy_status(None, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-01T00:00:00Z')
+    first = ps.policy_status(None, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-01T00:00:00Z')
     assert first['state'] == 'notReady'
     assert [(c['type'], c['status'], c['reason']) for c in first['conditions']] == [('Ready', 'False', 'NoGPUNodes'), ('Error', 'False', 'NoGPUNodes')]
-    again = cm.policy_status(first, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
+    again = ps.policy_status(first, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
     assert again == first
-    ready = cm.policy_status(first, 'ready', 'Reconciled', '', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
+    ready = ps.policy_status(first, 'ready', 'Reconciled', '', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
     assert [c['lastTransitionTime'] for c in ready['conditions']] == ['2025-01-02T00:00:00Z'] * 2
-    failed = cm.policy_status(ready, 'notReady', 'ReconcileFailed', 'apply failed', 4, 'gpu-operator')
+    failed = ps.policy_status(ready, 'notReady', 'ReconcileFailed', 'apply failed', 4, 'gpu-operator')
     assert failed['conditions'][1]['status'] == 'True'
     with pytest.raises(cm.ManifestError, match='state ready does not go with reason NoGPUNodes'):
-        cm.policy_status(None, 'ready', 'NoGPUNodes', '', 1, 'gpu-operator')
+        ps.policy_status(None, 'ready', 'NoGPUNodes', '', 1, 'gpu-operator')
