@@ -282,4 +282,4 @@ def test_status_module_writes_once(kube_api, tmp_path, namespace):
         'nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')['status']
     assert status['state'] == 'ready' and status['namespace'] == namespace
     assert {c['type']: (c['status'], c['reason'], c['message']) for c in status['conditions']} == {
-        'Ready': ('True', 'Reconciled', 'checked'), 'Error': ('False', 'Reconciled', 'checked')}
+        'Ready': ('True', 'Reconciled', 'checked'), 'Error': ('False', 'Ready', '')}

@@ -16,7 +16,6 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status as ps
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
@@ -195,16 +194,3 @@ def test_mig_profiles_config_map():
     with pytest.raises(cm.ManifestError, match="MIG profile 'broken'"):
         render({'mig_configs': {'broken': [{'devices': 'all'}]}})
 
-
-def test_policy_status_keeps_transition_times():
-    first = ps.policy_status(None, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-01T00:00:00Z')
-    assert first['state'] == 'notReady'
-    assert [(c['type'], c['status'], c['reason']) for c in first['conditions']] == [('Ready', 'False', 'NoGPUNodes'), ('Error', 'False', 'NoGPUNodes')]
-    again = ps.policy_status(first, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
-    assert again == first
-    ready = ps.policy_status(first, 'ready', 'Reconciled', '', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
-    assert [c['lastTransitionTime'] for c in ready['conditions']] == ['2025-01-02T00:00:00Z'] * 2
-    failed = ps.policy_status(ready, 'notReady', 'ReconcileFailed', 'apply failed', 4, 'gpu-operator')
-    assert failed['conditions'][1]['status'] == 'True'
-    with pytest.raises(cm.ManifestError, match='state ready does not go with reason NoGPUNodes'):
-        ps.policy_status(None, 'ready', 'NoGPUNodes', '', 1, 'gpu-operator')
