@@ -75,14 +75,15 @@ def outcome(nodes, validation=None, stopped=None):
     """{state, reason, message} of the ClusterPolicy, decided in the Operator's order.
 
     nodes: the Node objects. validation: the per-node results of the validation stage
-    ({node, state: passed | failed | skipped, component, summary}), None when it did not run.
+    ({node, state: passed | failed | skipped, component, summary}: the summary names the component), None when
+    it did not run.
     stopped: the nodes whose stage failed ({node, stage, failure}): the Operator's "failed to
     reconcile" of that stage's state. None when there is nothing to record: validation did not
     run and no node stopped (the status says what validation saw, and nothing else).
     """
     stopped = stopped or []
     failed = [result for result in validation or [] if result.get('state') == 'failed']
-    details = ['%s: %s validation failed: %s' % (r['node'], r.get('component') or '?', r.get('summary') or '') for r in failed]
+    details = ['%s: %s' % (r['node'], r.get('summary') or 'validation failed') for r in failed]
     if stopped:
         parts = ['%s %s: %s: %s' % (MESSAGES['ReconcileFailed'], STAGE_STATES.get(s.get('stage'), s.get('stage') or 'setup'), s['node'], s.get('failure') or '')
                  for s in stopped]

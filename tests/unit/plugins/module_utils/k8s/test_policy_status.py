@@ -40,7 +40,7 @@ NFD_GPU_NODE = {'metadata': {'name': 'gpu-1', 'labels': {'feature.node.kubernete
 NFD_CPU_NODE = {'metadata': {'name': 'cpu-1', 'labels': {'feature.node.kubernetes.io/cpu-model.vendor_id': 'Intel'}}}
 BARE_NODE = {'metadata': {'name': 'bare', 'labels': {'kubernetes.io/os': 'linux'}}}
 PASSED = {'node': 'gpu-1', 'state': 'passed', 'component': None, 'summary': 'every component passed'}
-FAILED = {'node': 'gpu-2', 'state': 'failed', 'component': 'plugin', 'summary': 'Node gpu-2 has no status.capacity[nvidia.com/gpu]'}
+FAILED = {'node': 'gpu-2', 'state': 'failed', 'component': 'plugin', 'summary': 'plugin validation failed: Node gpu-2 has no status.capacity[nvidia.com/gpu]'}
 
 
 def split(status):
