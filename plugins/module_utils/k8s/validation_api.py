@@ -70,7 +70,14 @@ def read_log(api, namespace, pod, container, lines):
     try:
         return api.call('get', ref, _core(api).read_namespaced_pod_log, pod, namespace, container=container, tail_lines=lines), None
     except k8s_client.ApiError as exc:
-        return '', 'no log of container %s: %s' % (container, exc)
+        if exc.status != 400:
+            return '', 'no log of container %s: %s' % (container, exc)
+        # 400: the container waits to start again; its last run has the log that says why.
+        try:
+            return api.call('get', ref, _core(api).read_namespaced_pod_log, pod, namespace, container=container, tail_lines=lines,
+                            previous=True), None
+        except k8s_client.ApiError as again:
+            return '', 'no log of container %s: %s' % (container, again)
 
 
 def evidence(api, namespace, kind, node_name, state, pods, events, nodes, log_lines):
