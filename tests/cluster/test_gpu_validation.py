@@ -63,12 +63,29 @@ def fixture_stand_in(kube_api):
     return kube_api
 
 
-@pytest.fixture(name='cluster')
-def fixture_cluster(kube_api, tmp_path):
-    """A throw-away namespace with the prerequisites and operands applied by their roles; Nodes made by `add_node`."""
+@pytest.fixture(name='operator_namespace', scope='module')
+def fixture_operator_namespace(kube_api, tmp_path_factory):
+    """A throw-away namespace with the prerequisites and operands applied by their roles, shared by this file's tests
+    (each validates its own Nodes, chosen by a label of its own)."""
     namespace = unique('gpuops-validation')
-    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
+    code, _changed, out = run_roles(kube_api, tmp_path_factory.mktemp('operands'), ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
     assert code == 0, out
+    yield namespace
+    try:
+        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+    try:
+        kubernetes.client.CustomObjectsApi(kube_api.api_client).delete_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
+    except ApiException as exc:
+        if exc.status != 404:
+            raise
+
+
+@pytest.fixture(name='cluster')
+def fixture_cluster(kube_api, operator_namespace):
+    """(namespace, the label value that selects this test's Nodes, add_node); the Nodes are deleted afterwards."""
     core = kubernetes.client.CoreV1Api(kube_api.api_client)
     made = []
     run = unique('run')
@@ -81,19 +98,9 @@ def fixture_cluster(kube_api, tmp_path):
         made.append(name)
         return name
 
-    yield namespace, run, add_node
+    yield operator_namespace, run, add_node
     for name in made:
         core.delete_node(name)
-    try:
-        core.delete_namespace(namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
-    try:
-        kubernetes.client.CustomObjectsApi(kube_api.api_client).delete_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
 
 
 def policy_status(kube_api):
@@ -260,6 +267,9 @@ def test_mig_mixed_and_time_sliced_nodes_use_their_own_resources(stand_in, clust
 def test_no_gpu_node_check_mode_and_removal(kube_api, cluster, tmp_path):
     """No Node to validate is ready (the Operator's NoGPUNodes, or NFDLabelsMissing); --check applies nothing; absent removes it all."""
     namespace, run, _add_node = cluster
+    absent = [{'role': 'gpu_cluster_validator', 'gpu_cluster_validator_state': 'absent'}]
+    code, _changed, out = run_roles(kube_api, tmp_path, absent, dict(gpu_cluster_validator_namespace=namespace))  # what earlier tests left
+    assert code == 0, out
     inventory = write_inventory(tmp_path, namespace, [], run)
     code, out = run_playbook(kube_api, tmp_path, 'site.yml', inventory, '--tags', 'validation', '--check')
     assert code == 0, out
@@ -272,8 +282,7 @@ def test_no_gpu_node_check_mode_and_removal(kube_api, cluster, tmp_path):
     assert status['state'] == 'ready' and {c['type']: c['reason'] for c in status['conditions']}['Ready'] in ('NoGPUNodes', 'NFDLabelsMissing')
     assert stored_results(kube_api, namespace) == {}
     assert apps.read_namespaced_daemon_set(VALIDATOR, namespace)
-    code, _changed, out = run_roles(kube_api, tmp_path, [{'role': 'gpu_cluster_validator', 'gpu_cluster_validator_state': 'absent'}],
-                                    dict(gpu_cluster_validator_namespace=namespace))
+    code, _changed, out = run_roles(kube_api, tmp_path, absent, dict(gpu_cluster_validator_namespace=namespace))
     assert code == 0, out
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube_api.api_client)
     for read in (lambda: apps.read_namespaced_daemon_set(VALIDATOR, namespace), lambda: rbac.read_cluster_role(VALIDATOR),
