@@ -12,6 +12,8 @@ what gpu_node_doctor found on each node; `text()` renders the report for people.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
 
 REPORT_FORMAT = 1
@@ -25,7 +27,7 @@ def _placed(findings, host, inventory, namespace):
             for item in checks.by_severity(findings)]
 
 
-def _node_findings(host, data, cluster, api_nodes, pod_findings):
+def _node_findings(host, data, cluster, api_nodes, pod_findings, validation):
     name = data.get('node_name') or host
     result = data.get('result')
     found = []
@@ -47,7 +49,20 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings):
             found.extend(checks.plugin_config_findings(node, cluster.get('cluster_policies'), cluster.get('config_maps')))
             found.extend(checks.taint_findings(node, cluster.get('daemonsets') or [], data.get('expected_labels')))
     found.extend(pod_findings.pop(name, []))
+    found.extend(checks.validation_findings(validation.pop(name, None)))
     return name, found
+
+
+def _validation_results(data):
+    """{Node name: result} from the data of the ConfigMap gpu-validation-results (one JSON document per Node)."""
+    results = {}
+    for name, text in (data or {}).items():
+        try:
+            results[name] = json.loads(text)
+        except (TypeError, ValueError):
+            results[name] = {'state': 'failed', 'component': None, 'summary': 'its result in ConfigMap gpu-validation-results is not JSON',
+                             'evidence': [str(text)[:200]]}
+    return results
 
 
 def build(nodes, cluster, generated='', inventory='<inventory>'):
@@ -56,7 +71,8 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
     nodes: {inventory host: dict(node_name, result (gpu_node_doctor's return, None when it did not run), error,
     expected_labels, labels_error) or None}. cluster: dict(namespace, nodes, namespaces (the operator namespace, when it
     exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, config_maps (of the operator namespace),
-    errors ([what, message] of reads that failed)); a list that could not be read is None.
+    validation (the data of ConfigMap gpu-validation-results: {Node name: JSON of its result}), errors ([what, message] of
+    reads that failed)); a list that could not be read is None.
     """
     events = cluster.get('events') or []
     namespace = cluster.get('namespace') or '<namespace>'
@@ -73,14 +89,17 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
     if cluster.get('cluster_policies') is not None:
         cluster_findings += checks.cluster_policy_findings(cluster['cluster_policies'])
     cluster_findings += checks.daemonset_findings(cluster.get('daemonsets') or [])
+    validation = _validation_results(cluster.get('validation'))
     report_nodes = {}
     for host in sorted(nodes):
-        name, found = _node_findings(host, nodes[host] or {}, cluster, api_nodes, pod_findings)
+        name, found = _node_findings(host, nodes[host] or {}, cluster, api_nodes, pod_findings, validation)
         result = (nodes[host] or {}).get('result') or {}
         report_nodes[host] = dict(node_name=name, facts=result.get('facts', {}), findings=_placed(found, host, inventory, namespace))
-    # Pods on Nodes outside the inventory (or not scheduled) are the cluster's.
+    # Pods on Nodes outside the inventory (or not scheduled) are the cluster's, and so are their validation results.
     for found in pod_findings.values():
         cluster_findings.extend(found)
+    for name, result in sorted(validation.items()):
+        cluster_findings.extend(dict(item, summary='Node %s: %s' % (name, item['summary'])) for item in checks.validation_findings(result))
     cluster_findings = _placed(cluster_findings, '<node>', inventory, namespace)
     everything = cluster_findings + [item for node in report_nodes.values() for item in node['findings']]
     counts = dict((severity, sum(1 for item in everything if item['severity'] == severity)) for severity in checks.SEVERITIES)

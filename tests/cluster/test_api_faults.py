@@ -175,13 +175,13 @@ def test_cluster_policy_status_rereads_on_409_and_retries_500_and_429(kube_api, 
 def test_cluster_policy_status_retries_a_timeout(kube_api, kube_faults, policy, capsys, short_timeout):
     name, path = policy
     stall = kube_faults.inject('PATCH', f'{path}/status', delay=1.5)
-    result = record(capsys, kube_api, name, 'notReady', 'NoGPUNodes')
+    result = record(capsys, kube_api, name, 'notReady', 'OperandNotReady')
     assert 'failed' not in result, result['msg']
     assert result['changed'] is True and stored_state(kube_api, name) == 'notReady'
     assert stall.seen >= 2
     report(capsys, 'cluster_policy_status, timeout', stall)
     time.sleep(1.5)  # the stalled write arrives with its old resourceVersion: refused
-    assert record(capsys, kube_api, name, 'notReady', 'NoGPUNodes')['changed'] is False
+    assert record(capsys, kube_api, name, 'notReady', 'OperandNotReady')['changed'] is False
 
 
 def test_cluster_policy_status_403_names_the_rbac_rule(kube_api, kube_faults, policy, capsys):

@@ -661,6 +661,28 @@ def cluster_policy_findings(policies):
     return found
 
 
+VALIDATION_FIXES = {
+    'driver': 'the driver does not work on <node>, or the validator Pod did not start there: see the driver and operand Pod findings; '
+              'run the driver stage again: ' + SITE,
+    'toolkit': 'containers started through the node\'s NVIDIA runtime do not see the GPUs: see the container runtime findings; '
+               'run the container toolkit stage again: ' + SITE,
+    'cuda': 'vectorAdd failed on the node: its log (evidence) says why; see the driver and Xid findings',
+    'plugin': 'the Node does not advertise its GPUs as its labels describe them, or a Pod requesting them did not run: see the device plugin '
+              'findings and check the device plugin config (sharing replicas, MIG strategy)',
+}
+REVALIDATE = 'ansible-playbook -i <inventory> gpuops.gpu_operator.site --tags validation'
+
+
+def validation_findings(result):
+    """The validation stage's result of one node (ConfigMap gpu-validation-results): a finding when it failed."""
+    if not result or result.get('state') != 'failed':
+        return []
+    component = result.get('component')
+    fix = VALIDATION_FIXES.get(component, 'register the node with the cluster: ' + SITE)
+    return [finding('gpu-validation-failed', 'error', 'GPU validation failed: %s' % result.get('summary', ''),
+                    result.get('evidence') or [], '%s; then validate again: %s' % (fix, REVALIDATE))]
+
+
 def api_findings(errors):
     """Reads of the API the doctor could not make."""
     return [finding('api-read-failed', 'error', 'the doctor could not read %s' % what, [message],
