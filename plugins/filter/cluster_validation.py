@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filter_errors import checked
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
 
 
 def plugin_validation_pods(capacity_results, namespace, rendered):
