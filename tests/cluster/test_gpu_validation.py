@@ -234,19 +234,22 @@ def test_each_way_a_node_fails(stand_in, cluster, tmp_path):
 
 
 def test_mig_mixed_and_time_sliced_nodes_use_their_own_resources(stand_in, cluster, tmp_path):
-    """Each node is asked for the resource it advertises; daemonsets settings, the mirror and pull secrets reach every Pod."""
+    """Each node is asked for the resource it advertises under the device plugin config it runs (its label, else the
+    default); daemonsets settings, the validator image's mirror and pull secrets and the GPU nodes' runtime class reach
+    every Pod."""
     namespace, run, add_node = cluster
     mig = add_node(unique('mig'), **{'nvidia.com/gpu.count': '0', 'nvidia.com/gpu.replicas': '0', 'nvidia.com/mig-1g.20gb.count': '4',
                                      'nvidia.com/mig-1g.20gb.replicas': '1'})
-    sliced = add_node(unique('sliced'), **{'nvidia.com/gpu.replicas': '4'})
+    sliced = add_node(unique('sliced'), **{'nvidia.com/gpu.replicas': '4', 'nvidia.com/device-plugin.config': 'sliced'})
     scenarios = {mig: NodeScenario({'nvidia.com/mig-1g.20gb': 4}), sliced: NodeScenario({'nvidia.com/gpu.shared': 4})}
     toleration = {'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}
+    configs = {'name': 'plugin-configs', 'default': 'whole', 'data': {
+        'whole': {'version': 'v1'},
+        'sliced': {'version': 'v1', 'sharing': {'timeSlicing': {'renameByDefault': True, 'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}}}
     inventory = write_inventory(
-        tmp_path, namespace, [mig, sliced], run, gpu_operator_registry='mirror.example:5000',
-        gpu_cluster_operands_policy={'mig': {'strategy': 'mixed'}, 'daemonsets': {'tolerations': [toleration], 'priorityClassName': 'gpu-critical'}},
-        gpu_cluster_operands_device_plugin_config={'sharing': {'timeSlicing': {'renameByDefault': True,
-                                                                               'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}},
-        gpu_cluster_validator_image={'imagePullSecrets': ['mirror-pull']})
+        tmp_path, namespace, [mig, sliced], run, gpu_operator_registry='mirror.example:5000', container_toolkit_runtime_name='nvidia-gpu',
+        gpu_cluster_operands_policy={'mig': {'strategy': 'mixed'}, 'daemonsets': {'tolerations': [toleration], 'priorityClassName': 'gpu-critical'},
+                                     'devicePlugin': {'config': configs}, 'validator': {'imagePullSecrets': ['mirror-pull']}})
     with KubeletDouble(stand_in.kubeconfig, namespace, scenarios, stand_in.standin.pod_logs):
         code, out = run_playbook(stand_in, tmp_path, 'site.yml', inventory, '--tags', 'validation')
     assert code == 0, out
@@ -260,6 +263,7 @@ def test_mig_mixed_and_time_sliced_nodes_use_their_own_resources(stand_in, clust
     for spec in [ds] + [pod.spec for pod in made.values()]:
         assert [t.to_dict() for t in spec.tolerations] == [dict(toleration, toleration_seconds=None)]
         assert [s.name for s in spec.image_pull_secrets] == ['mirror-pull'] and spec.containers[0].image == image
+        assert spec.runtime_class_name == 'nvidia-gpu', 'the runtime class the operands name, from the GPU nodes'
     assert ds.priority_class_name == 'gpu-critical'
     assert {e.name: e.value for e in ds.init_containers[3].env if e.value is not None}['MIG_STRATEGY'] == 'mixed'
 
@@ -287,6 +291,7 @@ def test_no_gpu_node_check_mode_and_removal(kube_api, cluster, tmp_path):
     rbac = kubernetes.client.RbacAuthorizationV1Api(kube_api.api_client)
     for read in (lambda: apps.read_namespaced_daemon_set(VALIDATOR, namespace), lambda: rbac.read_cluster_role(VALIDATOR),
                  lambda: rbac.read_namespaced_role(VALIDATOR, namespace),
+                 lambda: kubernetes.client.CoreV1Api(kube_api.api_client).read_namespaced_service_account(VALIDATOR, namespace),
                  lambda: kubernetes.client.CoreV1Api(kube_api.api_client).read_namespaced_config_map('gpu-validation-results', namespace)):
         with pytest.raises(ApiException) as caught:
             read()

@@ -20,8 +20,6 @@ import copy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects, operands as operand_objects, plugin_config, policy
 
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
-# Accounts with no operand of their own: the validator's.
-VALIDATOR_ACCOUNT = 'nvidia-operator-validator'
 _meta = objects.meta
 
 
@@ -62,14 +60,10 @@ def runtime_classes(resolved):
              'handler': name} for name in names]
 
 
-def rbac(namespace):
-    """The validator's ServiceAccount (the operands' accounts and roles come with them, see operands.py)."""
-    return [{'apiVersion': 'v1', 'kind': 'ServiceAccount', 'metadata': _meta(VALIDATOR_ACCOUNT, namespace)}]
-
-
 def prerequisites(namespace='gpu-operator', with_crd=True, spec=None, nodes=None):
-    """Namespace, RuntimeClasses, the validator's account and the ClusterPolicy CRD; `spec` and `nodes` decide the RuntimeClasses."""
-    objects_ = [namespace_object(namespace)] + runtime_classes(policy.resolve(spec, '', nodes)) + rbac(namespace)
+    """Namespace, RuntimeClasses and the ClusterPolicy CRD; `spec` and `nodes` decide the RuntimeClasses. The accounts and
+    RBAC come with what runs under them: the operands (operands.py) and the validator (validation.py)."""
+    objects_ = [namespace_object(namespace)] + runtime_classes(policy.resolve(spec, '', nodes))
     if with_crd:
         objects_.append(cluster_policy_crd())
     return objects_

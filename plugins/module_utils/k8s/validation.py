@@ -26,27 +26,20 @@ import copy
 import hashlib
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, policy as cluster_policy
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import VALIDATOR_ACCOUNT
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, plugin_config, policy as cluster_policy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.operands import image
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.operands import field_env, host_path, mount, value_env
 
-VALIDATOR = 'nvidia-operator-validator'  # the DaemonSet, its Pods' app label, its Role and ClusterRole
+VALIDATOR = operands.DAEMONSETS['validator']  # the DaemonSet, its Pods' app label, its ServiceAccount, Role and ClusterRole
 VALIDATOR_LABELS = {'app': VALIDATOR, 'app.kubernetes.io/part-of': 'gpu-operator'}
-DEPLOY_LABEL = 'nvidia.com/gpu.deploy.operator-validator'
+DEPLOY_LABEL = operands.deploy_label('validator')
 GPU_PRESENT = 'nvidia.com/gpu.present'
 COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')  # the init containers' order: each runs when the one before passed
 CUDA_APP = 'nvidia-cuda-validator'  # the vectorAdd Pod the cuda component creates
 PLUGIN_APP = 'nvidia-device-plugin-validator'  # the Pods requesting a GPU resource (created by this collection)
 RESOURCE_ANNOTATION = 'gpuops.gpu_operator/gpu-resource'
-VALIDATIONS_DIR = '/run/nvidia/validations'
+VALIDATIONS_DIR = operands.VALIDATIONS
 RESULTS_CONFIG_MAP = 'gpu-validation-results'
-# NVIDIA's validator image: the Operator's values.yaml names repository and image; the version is the chart's
-# appVersion, which the v26.7.0 sources do not show (Chart.yaml says main-latest): v26.7.0 is inferred, not read.
-DEFAULT_IMAGE = {'repository': 'nvcr.io/nvidia', 'image': 'gpu-operator', 'version': 'v26.7.0',
-                 'imagePullPolicy': 'IfNotPresent', 'imagePullSecrets': []}
-IMAGE_FIELDS = tuple(DEFAULT_IMAGE)
-DEFAULT_RUNTIME_CLASS = 'nvidia'
 _MIG_COUNT_LABEL = re.compile(r'^nvidia\.com/(mig-.+)\.count$')
 # What a node advertises is named nvidia.com/gpu*, or nvidia.com/mig-* under the mixed strategy (the validator's prefixes).
 GPU_RESOURCE_PREFIXES = ('nvidia.com/gpu', 'nvidia.com/mig-')
@@ -54,146 +47,104 @@ GPU_RESOURCE_PREFIXES = ('nvidia.com/gpu', 'nvidia.com/mig-')
 
 # --- the objects ----------------------------------------------------------------------------------
 
-def validator_image(settings=None, registry=''):
-    """{reference, pull_policy, pull_secrets} of NVIDIA's validator image from the ClusterPolicy `validator` image fields."""
-    settings = settings or {}
-    unknown = sorted(set(settings) - set(IMAGE_FIELDS))
-    if unknown:
-        raise cluster_policy.PolicyError('validator image: unknown key(s) %s (allowed: %s)' % (', '.join(unknown), ', '.join(IMAGE_FIELDS)))
-    spec = dict(DEFAULT_IMAGE, **settings)
-    if registry and not settings.get('repository'):
-        spec['repository'] = images.mirrored(spec['repository'], registry)
-    secrets = spec['imagePullSecrets'] or []
-    if not isinstance(secrets, list) or not all(isinstance(name, str) and name for name in secrets):
-        raise cluster_policy.PolicyError('validator image: imagePullSecrets must be a list of Secret names, not %r' % (secrets,))
-    return {'reference': image(spec, 'validator'), 'pull_policy': spec['imagePullPolicy'] or 'IfNotPresent', 'pull_secrets': secrets}
+def validator_image(validator):
+    """{reference, pull_policy, pull_secrets} of NVIDIA's validator image, from the resolved ClusterPolicy `validator`
+    section: the image the operands' validation init containers run too (operands.validation_containers)."""
+    return {'reference': operands.image(validator, 'validator'), 'pull_policy': validator['imagePullPolicy'],
+            'pull_secrets': list(validator['imagePullSecrets'])}
 
 
-def _field_env(name, path):
-    return {'name': name, 'valueFrom': {'fieldRef': {'fieldPath': path}}}
-
-
-def _workload_env(validator, runtime_class):
+def _workload_env(image, runtime_class):
     """What TransformValidatorComponent gives the cuda and plugin init containers to build their workload Pods."""
-    env = [{'name': 'VALIDATOR_IMAGE', 'value': validator['reference']},
-           {'name': 'VALIDATOR_IMAGE_PULL_POLICY', 'value': validator['pull_policy']}]
-    if validator['pull_secrets']:
-        env.append({'name': 'VALIDATOR_IMAGE_PULL_SECRETS', 'value': ','.join(validator['pull_secrets'])})
+    env = [value_env('VALIDATOR_IMAGE', image['reference']), value_env('VALIDATOR_IMAGE_PULL_POLICY', image['pull_policy'])]
+    if image['pull_secrets']:
+        env.append(value_env('VALIDATOR_IMAGE_PULL_SECRETS', ','.join(image['pull_secrets'])))
     if runtime_class:
-        env.append({'name': 'VALIDATOR_RUNTIME_CLASS', 'value': runtime_class})
+        env.append(value_env('VALIDATOR_RUNTIME_CLASS', runtime_class))
     return env
 
 
-def _validations_mount(propagation='Bidirectional'):
-    return {'name': 'run-nvidia-validations', 'mountPath': VALIDATIONS_DIR, 'mountPropagation': propagation}
+def _validations_mount():
+    return mount('run-nvidia-validations', VALIDATIONS_DIR, propagation='Bidirectional')
 
 
-def _init_container(component, validator, env, mounts, security):
-    return {'name': component + '-validation', 'image': validator['reference'], 'imagePullPolicy': validator['pull_policy'],
-            'command': ['sh', '-c'], 'args': ['nvidia-validator'], 'env': env, 'securityContext': security, 'volumeMounts': mounts}
+def _init_container(component, env, mounts, security):
+    return {'name': component + '-validation', 'command': ['sh', '-c'], 'args': ['nvidia-validator'], 'env': env,
+            'securityContext': security, 'volumeMounts': mounts}
 
 
-def daemonset(namespace, resolved, validator, runtime_class=DEFAULT_RUNTIME_CLASS):
-    """The Operator's nvidia-operator-validator DaemonSet, with the daemonsets settings of the ClusterPolicy."""
-    common = resolved['daemonsets']
-    privileged = {'privileged': True, 'runAsUser': 0}
-    namespace_env = _field_env('OPERATOR_NAMESPACE', 'metadata.namespace')
-    node_env = _field_env('NODE_NAME', 'spec.nodeName')
-    workload = _workload_env(validator, runtime_class)
+def _layout(resolved, image):
+    """The Operator's validator Pod (assets/state-operator-validation), with the component env TransformValidator adds."""
+    namespace_env = field_env('OPERATOR_NAMESPACE', 'metadata.namespace')
+    node_env = field_env('NODE_NAME', 'spec.nodeName')
+    workload = _workload_env(image, resolved['operator']['runtimeClass'])
     init = [
-        _init_container('driver', validator, [{'name': 'WITH_WAIT', 'value': 'true'}, {'name': 'COMPONENT', 'value': 'driver'}, namespace_env],
-                        [{'name': 'host-root', 'mountPath': '/host', 'readOnly': True, 'mountPropagation': 'HostToContainer'},
-                         {'name': 'driver-install-dir', 'mountPath': '/run/nvidia/driver', 'mountPropagation': 'HostToContainer'},
-                         _validations_mount(), {'name': 'host-dev-char', 'mountPath': '/host-dev-char'}],
-                        dict(privileged, seLinuxOptions={'level': 's0'})),
-        _init_container('toolkit', validator, [{'name': 'NVIDIA_VISIBLE_DEVICES', 'value': 'all'}, {'name': 'WITH_WAIT', 'value': 'false'},
-                                               {'name': 'COMPONENT', 'value': 'toolkit'}], [_validations_mount()], dict(privileged)),
-        _init_container('cuda', validator, [{'name': 'WITH_WAIT', 'value': 'false'}, {'name': 'COMPONENT', 'value': 'cuda'}, node_env,
-                                            namespace_env] + workload, [_validations_mount()], dict(privileged)),
+        _init_container('driver', [value_env('WITH_WAIT', 'true'), value_env('COMPONENT', 'driver'), namespace_env],
+                        [mount('host-root', '/host', read_only=True, propagation='HostToContainer'),
+                         mount('driver-install-dir', '/run/nvidia/driver', propagation='HostToContainer'),
+                         _validations_mount(), mount('host-dev-char', '/host-dev-char')],
+                        {'privileged': True, 'seLinuxOptions': {'level': 's0'}}),
+        _init_container('toolkit', [value_env('NVIDIA_VISIBLE_DEVICES', 'all'), value_env('WITH_WAIT', 'false'), value_env('COMPONENT', 'toolkit')],
+                        [_validations_mount()], {'privileged': True}),
+        _init_container('cuda', [value_env('WITH_WAIT', 'false'), value_env('COMPONENT', 'cuda'), node_env, namespace_env] + workload,
+                        [_validations_mount()], {'privileged': True}),
     ]
     if resolved['devicePlugin']['enabled']:  # the Operator removes the plugin init container when the device plugin is disabled
         # WITH_WORKLOAD=false as the Operator ships it: the Pod requesting the resource is this collection's (plugin_pods).
-        init.append(_init_container('plugin', validator, [
-            {'name': 'COMPONENT', 'value': 'plugin'}, {'name': 'WITH_WAIT', 'value': 'false'}, {'name': 'WITH_WORKLOAD', 'value': 'false'},
-            {'name': 'MIG_STRATEGY', 'value': resolved['mig']['strategy']}, node_env, namespace_env] + workload,
-            [_validations_mount()], dict(privileged)))
+        init.append(_init_container('plugin', [
+            value_env('COMPONENT', 'plugin'), value_env('WITH_WAIT', 'false'), value_env('WITH_WORKLOAD', 'false'),
+            value_env('MIG_STRATEGY', resolved['mig']['strategy']), node_env, namespace_env] + workload, [_validations_mount()], {'privileged': True}))
     main = {
-        'name': VALIDATOR, 'image': validator['reference'], 'imagePullPolicy': validator['pull_policy'], 'command': ['sh', '-c'],
-        'args': ['echo all validations are successful; while true; do sleep 86400; done'], 'securityContext': dict(privileged),
+        'name': VALIDATOR, 'command': ['sh', '-c'], 'args': ['echo all validations are successful; while true; do sleep 86400; done'],
+        'securityContext': {'privileged': True},
         # The Operator's: a node whose validator goes away has no stale ready files.
         'lifecycle': {'preStop': {'exec': {'command': ['sh', '-c', 'rm -f %s/*-ready' % VALIDATIONS_DIR]}}},
         'volumeMounts': [_validations_mount()],
     }
-    pod = {
-        'serviceAccountName': VALIDATOR_ACCOUNT, 'priorityClassName': common['priorityClassName'],
-        'nodeSelector': {DEPLOY_LABEL: 'true'}, 'tolerations': copy.deepcopy(common['tolerations']),
-        'initContainers': init, 'containers': [main],
-        'volumes': [{'name': 'run-nvidia-validations', 'hostPath': {'path': VALIDATIONS_DIR, 'type': 'DirectoryOrCreate'}},
-                    {'name': 'driver-install-dir', 'hostPath': {'path': '/run/nvidia/driver'}},
-                    {'name': 'host-root', 'hostPath': {'path': '/'}},
-                    {'name': 'host-dev-char', 'hostPath': {'path': '/dev/char'}}],
-    }
-    if runtime_class:
-        pod['runtimeClassName'] = runtime_class
-    if validator['pull_secrets']:
-        pod['imagePullSecrets'] = [{'name': name} for name in validator['pull_secrets']]
-    strategy = {'type': common['updateStrategy']}
-    if common['updateStrategy'] == 'RollingUpdate':
-        strategy['rollingUpdate'] = {'maxUnavailable': cluster_policy.max_unavailable(common['rollingUpdate']['maxUnavailable'])}
-    labels = dict(common['labels'], **VALIDATOR_LABELS)
-    template = {'labels': labels}
-    if common['annotations']:
-        template['annotations'] = dict(common['annotations'])
-    return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet', 'metadata': meta(VALIDATOR, namespace, labels, common['annotations']),
-            'spec': {'selector': {'matchLabels': dict(VALIDATOR_LABELS)}, 'updateStrategy': strategy,
-                     'template': {'metadata': template, 'spec': pod}}}
+    return {'initContainers': init, 'containers': [main],
+            'volumes': [host_path('run-nvidia-validations', VALIDATIONS_DIR, 'DirectoryOrCreate'), host_path('driver-install-dir', '/run/nvidia/driver'),
+                        host_path('host-root', '/'), host_path('host-dev-char', '/dev/char')]}
 
 
-def rbac(namespace):
-    """The Operator's Role and ClusterRole of the validator (its ServiceAccount comes with the prerequisites).
-
-    The validator creates, watches and deletes its workload Pods, reads its own DaemonSet (the Pods take
-    its tolerations) and reads its Node (the plugin component). The Operator's rule on the finalizers of
-    its own ClusterPolicy is left out: nothing here sets owner references to a ClusterPolicy.
-    """
-    role_rules = [{'apiGroups': ['security.openshift.io'], 'resources': ['securitycontextconstraints'], 'verbs': ['use'],
-                   'resourceNames': ['privileged']},
-                  {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']},
-                  {'apiGroups': ['apps'], 'resources': ['daemonsets'], 'verbs': ['get', 'list', 'watch']}]
-    cluster_rules = [{'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch']}]
-    subjects = [{'kind': 'ServiceAccount', 'name': VALIDATOR_ACCOUNT, 'namespace': namespace}]
-    group = 'rbac.authorization.k8s.io'
-    return [
-        {'apiVersion': group + '/v1', 'kind': 'Role', 'metadata': meta(VALIDATOR, namespace), 'rules': role_rules},
-        {'apiVersion': group + '/v1', 'kind': 'RoleBinding', 'metadata': meta(VALIDATOR, namespace),
-         'roleRef': {'apiGroup': group, 'kind': 'Role', 'name': VALIDATOR}, 'subjects': subjects},
-        {'apiVersion': group + '/v1', 'kind': 'ClusterRole', 'metadata': meta(VALIDATOR), 'rules': cluster_rules},
-        {'apiVersion': group + '/v1', 'kind': 'ClusterRoleBinding', 'metadata': meta(VALIDATOR),
-         'roleRef': {'apiGroup': group, 'kind': 'ClusterRole', 'name': VALIDATOR}, 'subjects': subjects},
-    ]
+def daemonset(namespace, resolved):
+    """The Operator's nvidia-operator-validator DaemonSet: its layout, the validator image on every container (as
+    TransformValidator sets it), then what every operand DaemonSet gets (operands.daemonset: daemonsets.*, the runtime
+    class)."""
+    validator = resolved['validator']
+    pod = _layout(resolved, validator_image(validator))
+    operands.validation_containers(pod, validator)
+    main = pod['containers'][0]
+    main['image'] = operands.image(validator, 'validator')
+    main['imagePullPolicy'] = validator['imagePullPolicy']
+    main['securityContext']['runAsUser'] = 0
+    if validator['resources']:
+        main['resources'] = copy.deepcopy(validator['resources'])
+    return operands.daemonset('validator', VALIDATOR, dict(VALIDATOR_LABELS), pod, resolved, namespace)
 
 
-def validator(namespace='gpu-operator', policy=None, registry='', settings=None, runtime_class=DEFAULT_RUNTIME_CLASS):
+def validator(namespace='gpu-operator', policy=None, registry='', nodes=None):
     """Everything the validation stage applies and needs to know, rendered (and so checked) before anything is applied.
 
-    policy: the ClusterPolicy settings of the operands (gpu_cluster_operands_policy), resolved by the same
-    function as theirs; its daemonsets settings (tolerations, priorityClassName, labels, ...), mig.strategy
-    and devicePlugin.enabled shape the validator. registry: the collection-wide mirror (gpu_operator_registry).
+    policy: the ClusterPolicy settings (gpu_cluster_operands_policy), resolved by the same function as the operands': its
+    `validator` section is the image here and in the operands' validation init containers; daemonsets (tolerations,
+    priorityClassName, labels, ...), mig.strategy, devicePlugin.enabled and devicePlugin.config shape the validation.
+    registry: the collection-wide mirror (gpu_operator_registry). nodes: the GPU nodes' container toolkit settings, which
+    decide the runtime class, as for the operands (policy.resolve).
     """
-    resolved = cluster_policy.resolve(policy, registry)
-    image_settings = validator_image(settings, registry)
+    resolved = cluster_policy.resolve(policy, registry, nodes)
     return {
-        'objects': rbac(namespace) + [daemonset(namespace, resolved, image_settings, runtime_class)],
-        'image': image_settings, 'runtime_class': runtime_class or '', 'tolerations': resolved['daemonsets']['tolerations'],
-        'mig_strategy': resolved['mig']['strategy'], 'plugin': bool(resolved['devicePlugin']['enabled']),
+        'objects': operands.accounts('validator', namespace) + [daemonset(namespace, resolved)],
+        'image': validator_image(resolved['validator']), 'runtime_class': resolved['operator']['runtimeClass'],
+        'tolerations': resolved['daemonsets']['tolerations'], 'mig_strategy': resolved['mig']['strategy'],
+        'plugin': bool(resolved['devicePlugin']['enabled']), 'device_plugin_config': resolved['devicePlugin']['config'],
     }
 
 
 # --- which nodes, which resources -------------------------------------------------------------------
 
-def _renamed(device_plugin_config):
-    """Resources that sharing advertises as <name>.shared (renameByDefault) in the device plugin config."""
-    for sharing in ((device_plugin_config or {}).get('sharing') or {}).values():
+def _renamed(node_config):
+    """Resources that sharing advertises as <name>.shared (renameByDefault) in the device plugin config a node runs."""
+    for sharing in ((node_config or {}).get('sharing') or {}).values():
         if (sharing or {}).get('renameByDefault'):
             return {(resource or {}).get('name') for resource in sharing.get('resources') or []}
     return set()
@@ -206,14 +157,14 @@ def _positive(labels, key):
         return True  # a malformed count is gpu_resource_capacity's to report
 
 
-def gpu_resources(labels, mig_strategy='single', device_plugin_config=None):
-    """The GPU resources a Node should advertise, from its GPU feature discovery labels.
+def gpu_resources(labels, mig_strategy='single', node_config=None):
+    """The GPU resources a Node should advertise, from its GPU feature discovery labels and the device plugin config it runs.
 
     nvidia.com/gpu for full GPUs (and MIG devices under the single strategy), nvidia.com/mig-<profile> for
     each profile under the mixed strategy; <name>.shared where sharing renames the resource. A GPU node
     whose labels describe nothing gets nvidia.com/gpu, so that its check says which label is missing.
     """
-    renamed = _renamed(device_plugin_config)
+    renamed = _renamed(node_config)
     names = []
     if _positive(labels, 'nvidia.com/gpu.count') and labels.get('nvidia.com/gpu.replicas') != '0':
         names.append('nvidia.com/gpu')
@@ -228,8 +179,12 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
 
     Each is {node, exists, skip (why it is not validated, or ''), resources}. A node labelled
     nvidia.com/gpu.deploy.operator-validator=false is skipped, as the Operator's DaemonSet skips it.
+    device_plugin_config: the ClusterPolicy's devicePlugin.config ({name, default, data}); each node runs the config its
+    label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (plugin_config.selected).
     """
     selector = selector if selector is not None else {GPU_PRESENT: 'true'}
+    spec = device_plugin_config or {}
+    available = plugin_config.configs(spec, mig_strategy)
     by_name = {node['metadata']['name']: node for node in nodes or []}
     chosen = [name for name, node in sorted(by_name.items())
               if all(((node['metadata'].get('labels') or {}).get(key)) == value for key, value in selector.items())]
@@ -242,7 +197,8 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
         if labels.get(DEPLOY_LABEL) == 'false':
             skip = 'the Node is labelled %s=false' % DEPLOY_LABEL
         found.append({'node': name, 'exists': node is not None, 'skip': skip,
-                      'resources': gpu_resources(labels, mig_strategy, device_plugin_config) if node is not None else []})
+                      'resources': gpu_resources(labels, mig_strategy, available.get(plugin_config.selected(spec, labels.get(plugin_config.NODE_LABEL))))
+                      if node is not None else []})
     return found
 
 
@@ -262,7 +218,7 @@ def plugin_pods(namespace, rendered, checks):
         node, resource = check['node'], check['resource']
         quantity = {resource: '1'}  # a quantity, as the API returns it
         spec = {
-            'nodeName': node, 'restartPolicy': 'Never', 'serviceAccountName': VALIDATOR_ACCOUNT,
+            'nodeName': node, 'restartPolicy': 'Never', 'serviceAccountName': operands.ACCOUNTS['validator'],
             'tolerations': copy.deepcopy(rendered['tolerations']),
             'initContainers': [{'name': 'plugin-validation', 'image': image_settings['reference'], 'imagePullPolicy': image_settings['pull_policy'],
                                 'command': ['sh', '-c'], 'args': ['vectorAdd'], 'securityContext': {'allowPrivilegeEscalation': False},

@@ -23,7 +23,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy, validation
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
@@ -72,10 +72,14 @@ def render(scenario):
     return cm.operands(scenario.get('policy'), 'gpu-operator', scenario.get('registry', ''), scenario.get('monitor', False), scenario.get('nodes'))
 
 
+def validator_objects(scenario):
+    return validation.validator('gpu-operator', scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'))['objects']
+
+
 def every_object(scenario):
     rendered = render(scenario)
     return rendered['present'] + cm.prerequisites('gpu-operator', True, scenario.get('policy'), scenario.get('nodes')) + [
-        cm.cluster_policy(rendered['resolved'])]
+        cm.cluster_policy(rendered['resolved'])] + validator_objects(scenario)
 
 
 def by_name(objects, kind):
@@ -369,7 +373,8 @@ def test_filter_reports_setting_errors():
 
 
 def test_rbac_is_the_operators_without_wildcards():
-    objects = render(SCENARIOS['everything on, pull secrets, resources, args, env'])['present']
+    scenario = SCENARIOS['everything on, pull secrets, resources, args, env']
+    objects = render(scenario)['present'] + validator_objects(scenario)
     roles = list(by_name(objects, 'ClusterRole').values()) + list(by_name(objects, 'Role').values())
     assert roles
     for role in roles:

@@ -11,7 +11,8 @@ read at a22dbf671f2e26f9a1e342f8eea28e196235e110, identical there): assets/state
 TransformValidator / TransformValidatorComponent (runAsUser 0, VALIDATOR_* env, MIG_STRATEGY, the plugin init container
 removed when the device plugin is disabled), validator/manifests/plugin-workload-validation.yaml (the plugin Pod) and
 cmd/nvidia-validator/main.go (Plugin.runWorkload: nodeName, tolerations of the DaemonSet, one unit of the resource as
-request and limit). The validator image's version is the chart's appVersion, which the sources do not show.
+request and limit). The validator image's version is the chart's appVersion, which the sources do not show. The same
+facts are held against what the API holds after the roles ran in tests/cluster/parity/facts/validator.yml.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -23,7 +24,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_validation import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation as v
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests, validation as v
 
 MINORS = ['1.29', '1.34']
 FIELD = {'OPERATOR_NAMESPACE': 'metadata.namespace', 'NODE_NAME': 'spec.nodeName'}
@@ -45,8 +46,8 @@ OPERATOR_INIT_CONTAINERS = [
 ]
 OPERATOR_VOLUMES = [('run-nvidia-validations', '/run/nvidia/validations', 'DirectoryOrCreate'), ('driver-install-dir', '/run/nvidia/driver', None),
                     ('host-root', '/', None), ('host-dev-char', '/dev/char', None)]
-OPERATOR_ROLE_RULES = [(['security.openshift.io'], ['securitycontextconstraints'], ['use']),
-                       ([''], ['pods'], ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']),
+# The Operator's Role without its OpenShift rule (docs/coming-from-gpu-operator.md, deviation: openshift).
+OPERATOR_ROLE_RULES = [([''], ['pods'], ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']),
                        (['apps'], ['daemonsets'], ['get', 'list', 'watch'])]
 
 
@@ -90,10 +91,14 @@ def test_daemonset_is_the_operators():
 
 def test_rbac_is_the_operators_without_the_finalizers_rule():
     objects = {obj['kind']: obj for obj in rendered()['objects']}
+    assert objects['ServiceAccount']['metadata'] == {'name': 'nvidia-operator-validator', 'namespace': 'gpu-operator',
+                                                     'labels': {'app.kubernetes.io/managed-by': 'gpuops.gpu_operator'}}
     assert [(r['apiGroups'], r['resources'], r['verbs']) for r in objects['Role']['rules']] == OPERATOR_ROLE_RULES
     assert objects['ClusterRole']['rules'] == [{'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch']}]
     for binding in ('RoleBinding', 'ClusterRoleBinding'):
         assert objects[binding]['subjects'] == [{'kind': 'ServiceAccount', 'name': 'nvidia-operator-validator', 'namespace': 'gpu-operator'}]
+    # One place: the prerequisites no longer carry the validator's account.
+    assert not [obj for obj in manifests.prerequisites() if obj['kind'] == 'ServiceAccount']
 
 
 POLICY = {'daemonsets': {'tolerations': [{'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}],
@@ -123,28 +128,54 @@ def test_device_plugin_disabled_removes_the_plugin_component():
     assert found['plugin'] is False
 
 
-def test_image_registry_pull_secrets_and_runtime_class():
-    found = rendered(registry='mirror.example:5000/nv', settings={'imagePullSecrets': ['pull-a', 'pull-b'], 'imagePullPolicy': 'Always'})
+def init_images(pod):
+    return {c['image'] for c in pod['initContainers'] if 'validation' in c['name']}
+
+
+def test_one_validator_image_for_the_validator_and_the_operands():
+    """The ClusterPolicy validator section sets the image of the validator DaemonSet, of the Pods it starts and of the
+    operands' validation init containers (as in the Operator), and the mirror moves them all."""
+    policy = {'validator': {'imagePullSecrets': ['pull-a', 'pull-b'], 'imagePullPolicy': 'Always', 'resources': {'limits': {'memory': '50Mi'}}}}
+    found = rendered(registry='mirror.example:5000/nv', policy=policy)
     pod = the_daemonset(found)['spec']['template']['spec']
     reference = 'mirror.example:5000/nv/nvidia/gpu-operator:v26.7.0'
-    assert {c['image'] for c in pod['initContainers'] + pod['containers']} == {reference}
+    assert {c['image'] for c in pod['initContainers'] + pod['containers']} == {reference} and found['image']['reference'] == reference
     assert {c['imagePullPolicy'] for c in pod['initContainers'] + pod['containers']} == {'Always'}
+    assert {str(c['resources']) for c in pod['initContainers'] + pod['containers']} == {str({'limits': {'memory': '50Mi'}})}
     assert pod['imagePullSecrets'] == [{'name': 'pull-a'}, {'name': 'pull-b'}]
+    assert ('VALIDATOR_IMAGE', reference) in env_of(pod['initContainers'][2])
     assert ('VALIDATOR_IMAGE_PULL_SECRETS', 'pull-a,pull-b') in env_of(pod['initContainers'][2])
-    own = rendered(registry='mirror.example', settings={'repository': 'quay.example/nv', 'version': 'sha256:' + 'a' * 64}, runtime_class='')
+    operand_pods = [obj['spec']['template']['spec'] for obj in manifests.operands(policy, registry='mirror.example:5000/nv')['present']
+                    if obj['kind'] == 'DaemonSet']
+    assert operand_pods and all(init_images(operand) == {reference} for operand in operand_pods)
+    own = rendered(registry='mirror.example', policy={'validator': {'repository': 'quay.example/nv', 'version': 'sha256:' + 'a' * 64}})
     pod = the_daemonset(own)['spec']['template']['spec']
     assert pod['containers'][0]['image'] == 'quay.example/nv/gpu-operator@sha256:' + 'a' * 64, 'a repository of its own wins over the mirror'
-    assert 'runtimeClassName' not in pod and 'VALIDATOR_RUNTIME_CLASS' not in dict(env_of(pod['initContainers'][2]))
 
 
-@pytest.mark.parametrize('settings, message', [
-    ({'tag': 'x'}, "validator image: unknown key(s) tag (allowed: repository, image, version, imagePullPolicy, imagePullSecrets)"),
-    ({'imagePullSecrets': 'pull'}, "validator image: imagePullSecrets must be a list of Secret names, not 'pull'"),
+def test_runtime_class_is_the_operands():
+    """The validator Pods and the Pods they start name the runtime class the operands name (policy.resolve)."""
+    nodes = [{'host': 'a', 'runtime_name': 'nvidia-gpu'}, {'host': 'b', 'runtime_name': 'nvidia-gpu'}]
+    found = rendered(nodes=nodes)
+    pod = the_daemonset(found)['spec']['template']['spec']
+    operand = next(obj for obj in manifests.operands(nodes=nodes)['present'] if obj['kind'] == 'DaemonSet')
+    assert pod['runtimeClassName'] == operand['spec']['template']['spec']['runtimeClassName'] == found['runtime_class'] == 'nvidia-gpu'
+    assert ('VALIDATOR_RUNTIME_CLASS', 'nvidia-gpu') in env_of(pod['initContainers'][2])
+    checks = [{'item': {'ansible_job_id': '1', 'item': [{'node': 'gpu-1'}, 'nvidia.com/gpu']}, 'finished': 1, 'registered': True}]
+    assert v.plugin_pods('gpu-operator', found, v.capacity_checks(checks))[0]['spec']['runtimeClassName'] == 'nvidia-gpu'
+    with pytest.raises(GpuOpsError, match='the GPU nodes differ in container_toolkit_runtime_name'):
+        rendered(nodes=[nodes[0], {'host': 'b'}])
+
+
+@pytest.mark.parametrize('validator, message', [
+    ({'tag': 'x'}, 'validator.tag is not honoured by this collection'),
+    ({'imagePullSecrets': 'pull'}, "validator.imagePullSecrets must be a list of strings, not 'pull'"),
     ({'version': ''}, 'validator.version must be a non-empty string'),
+    ({'env': [{'name': 'A', 'value': 'b'}]}, 'validator.env is not honoured by this collection'),
 ])
-def test_bad_image_settings(settings, message):
+def test_bad_image_settings(validator, message):
     with pytest.raises(GpuOpsError, match=message.replace('(', r'\(').replace(')', r'\)')):
-        rendered(settings=settings)
+        rendered(policy={'validator': validator})
 
 
 def test_filters_report_setting_errors():
@@ -154,7 +185,7 @@ def test_filters_report_setting_errors():
 
 @pytest.mark.parametrize('minor', MINORS)
 def test_objects_are_valid_kubernetes(minor):
-    found = rendered(policy=POLICY, settings={'imagePullSecrets': ['pull']})
+    found = rendered(policy=dict(POLICY, validator={'imagePullSecrets': ['pull']}))
     checks = [{'item': {'ansible_job_id': '1', 'item': [{'node': 'gpu-1'}, 'nvidia.com/mig-1g.10gb']}, 'finished': 1, 'registered': True}]
     for obj in found['objects'] + FilterModule().filters()['plugin_validation_pods'](checks, 'gpu-operator', found):
         kubernetes_validate.validate(obj, minor, strict=True)
@@ -195,6 +226,17 @@ def test_targets():
         ('a', True, 'the Node is labelled nvidia.com/gpu.deploy.operator-validator=false', ['nvidia.com/gpu']),
         ('b', True, '', ['nvidia.com/gpu']), ('gone', False, '', []), ('listed', True, '', ['nvidia.com/gpu'])]
     assert [t['node'] for t in v.targets(nodes, selector={'nvidia.com/gpu.count': '1'})] == ['a', 'b']
+
+
+def test_targets_follow_the_config_each_node_runs():
+    """The ClusterPolicy's devicePlugin.config: a node runs the config its label names, else the default (config-manager)."""
+    config = {'name': 'plugin-configs', 'default': 'shared', 'data': {'shared': TIME_SLICED, 'whole': 'version: v1\n'}}
+    nodes = [node('a'), node('b', **{'nvidia.com/device-plugin.config': 'whole'})]
+    found = v.targets(nodes, device_plugin_config=config)
+    assert [(t['node'], t['resources']) for t in found] == [('a', ['nvidia.com/gpu.shared']), ('b', ['nvidia.com/gpu'])]
+    rendered_config = rendered(policy={'devicePlugin': {'config': config}})['device_plugin_config']
+    assert v.targets(nodes, device_plugin_config=rendered_config) == found
+    assert [t['resources'] for t in v.targets(nodes)] == [['nvidia.com/gpu'], ['nvidia.com/gpu']], 'no config: nothing renamed'
 
 
 def test_plugin_pods():
