@@ -156,6 +156,9 @@ def test_three_nodes_one_fails_at_plugin_then_all_pass(stand_in, cluster, tmp_pa
     assert findings[a] == [] and findings[b] == []
     [finding] = findings[c]
     assert finding['summary'] == 'GPU validation failed: ' + results[c]['summary'] and 'the device plugin config' in finding['fix']
+    # c's validator Pod, still not ready, is that finding's evidence now, not a second finding.
+    assert any(line.startswith(f'now: Pod {namespace}/nvidia-operator-validator-') for line in finding['evidence']), finding
+    assert [f['summary'] for f in report['nodes'][c]['findings'] if f['check'] == 'operand-pod-not-ready'] == []
 
     # c's device plugin comes up and a fourth node joins: the next run validates all four anew.
     d = add_node(unique('gpu-d'))

@@ -673,14 +673,23 @@ VALIDATION_FIXES = {
 REVALIDATE = 'ansible-playbook -i <inventory> gpuops.gpu_operator.site --tags validation'
 
 
-def validation_findings(result):
-    """The validation stage's result of one node (ConfigMap gpu-validation-results): a finding when it failed."""
+def validation_findings(result, pod_findings=()):
+    """The validation stage's result of one node (ConfigMap gpu-validation-results): a finding when it failed.
+
+    pod_findings: the operand-pod-not-ready findings of the node's validation Pods (the validator's, its vectorAdd Pod, the
+    Pods requesting the GPU resources). Where the node's validation failed they tell the same failure again: what they show
+    now goes into the evidence of gpu-validation-failed instead. Otherwise (no result, or one that passed before the Pods
+    broke) they are the findings.
+    """
     if not result or result.get('state') != 'failed':
-        return []
+        return list(pod_findings)
     component = result.get('component')
     fix = VALIDATION_FIXES.get(component, 'register the node with the cluster: ' + SITE)
+    evidence = list(result.get('evidence') or [])
+    for item in pod_findings:
+        evidence += ['now: ' + item['summary']] + ['now: ' + line for line in item['evidence']]
     return [finding('gpu-validation-failed', 'error', 'GPU validation failed: %s' % result.get('summary', ''),
-                    result.get('evidence') or [], '%s; then validate again: %s' % (fix, REVALIDATE))]
+                    evidence, '%s; then validate again: %s' % (fix, REVALIDATE))]
 
 
 def api_findings(errors):
