@@ -184,4 +184,3 @@ def cluster_policy(resolved):
     for section in ('driver', 'toolkit', 'dcgm', 'nodeStatusExporter'):
         spec[section] = {'enabled': False}
     return {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': _meta(POLICY_NAME), 'spec': spec}
-

@@ -404,4 +404,3 @@ def test_cluster_policy_object():
     assert spec['driver'] == spec['toolkit'] == {'enabled': False}
     assert spec['cdi'] == {'enabled': False, 'default': False} and spec['operator'] == {'runtimeClass': 'nvidia'}
     assert 'config' not in cm.cluster_policy(render({})['resolved'])['spec']['devicePlugin']
-
