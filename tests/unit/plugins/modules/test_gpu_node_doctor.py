@@ -63,7 +63,7 @@ def containerd(node, dump):
     script(node / 'bin', 'containerd', 'echo "containerd $* LC_ALL=$LC_ALL" >> %s\n/bin/cat %s\n' % (node / 'calls.log', os.path.join(DATA, dump)))
 
 
-def run(capsys, monkeypatch, node, fixture='h200-x1', **args):
+def run(capsys, monkeypatch, node, fixture='h200-x1', failed=False, **args):
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, fixture))
     config = node / 'config.toml'
     if not config.exists():
@@ -73,7 +73,7 @@ def run(capsys, monkeypatch, node, fixture='h200-x1', **args):
     root = os.path.join(GPUS, fixture)
     args = dict(dict(sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
                      containerd_config=str(config), device_plugin_dir=str(node)), **args)
-    return run_module(capsys, gpu_node_doctor.main, args)
+    return run_module(capsys, gpu_node_doctor.main, args, failed=failed)
 
 
 def checks(result):
@@ -158,7 +158,7 @@ def test_cpu_node(capsys, monkeypatch, node):
 
 
 def test_bad_resource_name_fails(capsys, monkeypatch, node):
-    result = run(capsys, monkeypatch, node, runtime='containerd', resource_name='gpu')
+    result = run(capsys, monkeypatch, node, runtime='containerd', resource_name='gpu', failed=True)
     assert result['failed'] is True and 'resource_name must be an extended resource name' in result['msg']
 
 

@@ -19,12 +19,12 @@ from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, 
 from tests.module_runner import run_module
 
 
-def run(capsys, monkeypatch, fixture, smi_fixture=None, **args):
+def run(capsys, monkeypatch, fixture, smi_fixture=None, failed=False, **args):
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', smi_fixture or os.path.join(GPUS, fixture))
     root = os.path.join(GPUS, fixture)
     args = dict(dict(apply=False, sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
                      os_release_path=MISSING), **args)
-    return run_module(capsys, nfd_labels.main, args)
+    return run_module(capsys, nfd_labels.main, args, failed=failed)
 
 
 def test_compute_only(capsys, monkeypatch):
@@ -51,7 +51,7 @@ def test_malformed_xml_fails_clearly(capsys, monkeypatch, tmp_path):
     shutil.copytree(os.path.join(GPUS, 't4'), broken)
     xml = broken / 'nvidia-smi' / 'q-x.xml'
     xml.write_text(xml.read_text()[:3000])  # the real capture, cut short
-    result = run(capsys, monkeypatch, 't4', smi_fixture=str(broken))
+    result = run(capsys, monkeypatch, 't4', smi_fixture=str(broken), failed=True)
     assert result['failed'] is True and result['msg'].startswith('nvidia-smi -q -x printed malformed XML')
 
 
@@ -71,19 +71,19 @@ def test_features_file_lifecycle(capsys, monkeypatch, tmp_path):
 
 
 def test_features_dir_missing_fails(capsys, monkeypatch, tmp_path):
-    result = run(capsys, monkeypatch, 't4', features_d=str(tmp_path / 'nope' / 'gpuops'))
+    result = run(capsys, monkeypatch, 't4', features_d=str(tmp_path / 'nope' / 'gpuops'), failed=True)
     assert result['failed'] is True and 'does not exist' in result['msg']
 
 
 def test_given_labels_skip_discovery(capsys, monkeypatch):
     result = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.present': 'true'})
     assert result['labels'] == {'nvidia.com/gpu.present': 'true'} and result['discovery'] is None
-    bad = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.count': 8})
+    bad = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.count': 8}, failed=True)
     assert bad['failed'] is True and 'labels: nvidia.com/gpu.count: value 8 is not a valid label value' in bad['msg']
 
 
 def test_apply_needs_node_name(capsys, monkeypatch):
-    result = run(capsys, monkeypatch, 't4', apply=True)
+    result = run(capsys, monkeypatch, 't4', apply=True, failed=True)
     assert result['failed'] is True and 'node_name' in result['msg']
 
 
@@ -104,5 +104,5 @@ def test_deploy_driver_follows_the_driver_on_the_node(capsys, monkeypatch, tmp_p
 def test_a_corrupt_driver_record_fails_clearly(capsys, monkeypatch, tmp_path):
     record = tmp_path / 'nvidia_driver.json'
     record.write_text('{not json')
-    result = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))
+    result = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record), failed=True)
     assert result['failed'] and str(record) in result['msg']
