@@ -37,6 +37,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.docker
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import runtime_entries
 from tests.unit.fault.fault_strategies import CRI, containerd_cases, crio_cases, docker_cases
 from tests.unit.fault.fault_support import COUNTS, FUZZ_EXAMPLES, FUZZ_HALF, count
+from tests.unit.plugins.module_utils.toolkit.containerd_node import MemoryNode
 
 CONTAINERD = '/etc/containerd/config.toml'
 CONTAINERD_STATE = cr.state_path(CONTAINERD)
@@ -121,7 +122,7 @@ def containerd_model(before, version, opts):
 def _containerd_plan(opts, files):
     params = dict(opts, path=CONTAINERD, config_source='file', backup=False)
     params.setdefault('state', 'present')
-    return cr.plan(params, files, lambda: None)
+    return cr.plan(params, files, MemoryNode(files))
 
 
 def check_containerd(case):
