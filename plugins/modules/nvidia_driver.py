@@ -293,6 +293,8 @@ def main():
                       nouveau_loaded=any(name in facts['modules'] for name in NOUVEAU_MODULES), secure_boot=facts['secure_boot'])
         planned = driver_plan.plan(facts, module.params)
         result.update(driver=planned['driver'], packages=planned['packages'], deploy_driver_label=planned['deploy_driver_label'])
+        # A file the run could not write fails it before any step (and check mode with it).
+        driver_executor.check_steps(planned['steps'])
         if module.check_mode:
             result['actions'] = [driver_plan.describe(step) for step in planned['steps'] if step['kind'] != 'validate']
             result['changed'] = bool(result['actions'])

@@ -22,8 +22,9 @@ FOREIGN = {'gpuops.test/foreign': 'keep-me'}
 
 
 def fixture_args(fixture):
+    # No path of the machine running the tests (its nvidia_driver record) is read.
     return dict(sysfs_root=str(GPUS / fixture / 'sys'), procfs_root=str(GPUS / fixture / 'proc'), nvidia_smi=str(GPUS / 'gpuops-lab-nvidia-smi'),
-                os_release_path=str(GPUS / 'no-such-os-release'))
+                os_release_path=str(GPUS / 'no-such-os-release'), driver_record_file=str(GPUS / 'no-such-record'))
 
 
 @pytest.fixture

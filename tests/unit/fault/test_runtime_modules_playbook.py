@@ -20,6 +20,7 @@ import pytest
 
 from tests.node_playbook import Step, outcome, run_steps
 from tests.unit.fault.fault_support import snapshot
+from tests.unit.plugins.module_utils.toolkit.test_runtime_detection import DPKG_INSTALLED, KUBELET_CONFIG, SYSTEMCTL_SID
 
 CRI = 'plugins."io.containerd.grpc.v1.cri"'
 NVIDIA_BINARY = '/usr/bin/nvidia-container-runtime'
@@ -133,6 +134,14 @@ def _cases(node):
     containerd('missing_directory_check', dict(path=str(missing / 'config.toml')), check_mode=True)
     containerd('missing_directory', dict(path=str(missing / 'config.toml')))
     node.step('docker_missing_directory_check', 'docker_nvidia_runtime', dict(path=str(missing / 'daemon.json')), check_mode=True)
+
+    # Item 11: a kubelet on podman's socket, with containerd installed (systemctl prints the sid lab node's units).
+    directory = node.case('podman', {'config.yaml': KUBELET_CONFIG.replace('/run/containerd/containerd.sock', '/run/podman/podman.sock').encode()})
+    for name, out in (('systemctl', SYSTEMCTL_SID), ('dpkg-query', DPKG_INSTALLED)):
+        (fake_bin / name).write_text('#!/bin/sh\ncat <<"EOF"\n%sEOF\n' % out)
+        (fake_bin / name).chmod(0o755)
+    node.step('podman', 'container_runtime_info', dict(kubelet_files=[str(directory / 'config.yaml')], packages=['containerd']),
+              environment=containerd_env)
 
     # Items 5 and 9: an immutable config (its directory writable) fails before the undo record is written, check
     # mode too; for CRI-O, whose undo record is outside the drop-in directory, too.
@@ -264,3 +273,11 @@ def test_an_immutable_file_fails_in_check_mode_too_and_leaves_no_undo_record(nod
     for step in (name + '_check', name):
         assert 'the file is read-only' in outcome(node.results[step], failed=True)
     unchanged(node, name)
+
+
+def test_a_kubelet_on_another_runtimes_socket_is_not_given_the_installed_containerd(node):
+    # The kubelet config is the lab's with its endpoint changed to podman's socket (constructed).
+    found = node.results['podman']
+    outcome(found, failed=False)
+    assert (found['runtime'], found['kubelet_socket']) == (None, 'podman.sock')
+    assert found['services']['containerd']['active_state'] == 'active'

@@ -15,11 +15,13 @@ __metaclass__ = type
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
 from tests.module_runner import run_module
@@ -425,3 +427,16 @@ def test_upgrade_of_the_driver_this_module_installed(capsys, node, paths, warnin
     assert after['packages'] == pinned and after['held'] == sorted(DEBIAN_PACKAGES) and after['files'] == {blacklist: None}
     gone = run(capsys, paths, 't4', state='absent')
     assert 'failed' not in gone and node.installed == {'bash', 'linux-headers-6.1.0-28-amd64'} and not os.path.exists(blacklist)
+
+
+def test_a_hanging_nvidia_smi_is_stopped_and_named(capsys, paths, monkeypatch, tmp_path):
+    # A real hang (exec sleep) under the real coreutils timeout; the limit is lowered from 60 s to keep the test short.
+    hanging = tmp_path / 'nvidia-smi'
+    hanging.write_text('#!/bin/sh\nexec /bin/sleep 600\n')
+    hanging.chmod(0o755)
+    monkeypatch.setattr(gpu_discovery, 'NVIDIA_SMI_TIMEOUT', 1)
+    started = time.monotonic()
+    result = run(capsys, paths, 'h200-x1', state='validated', nvidia_smi=str(hanging), failed=True)
+    assert time.monotonic() - started < 10
+    assert result['msg'] == ('the NVIDIA kernel module 580.159.04 is loaded but nvidia-smi fails: %s -q -x failed (rc=124): %s -q -x did '
+                             'not finish within 1 s and was stopped' % (hanging, hanging))
