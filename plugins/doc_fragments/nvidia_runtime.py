@@ -26,8 +26,8 @@ options:
       - Must be a DNS-1123 label, as a RuntimeClass handler must be (lower case letters, digits and C(-), at most 63
         characters, the variants' names included). V(runc) and V(crun), runtimes of the container runtime's own, are refused.
       - A runtime of that name that exists already, that this module did not register and that is not an NVIDIA runtime
-        (its name does not start with C(nvidia) and it does not run C(nvidia-container-runtime)) is never taken over: the
-        module fails.
+        (its name does not start with C(nvidia) and it does not run C(nvidia-container-runtime)) is never taken over (the
+        module fails).
     type: str
     default: nvidia
   runtime_binary:

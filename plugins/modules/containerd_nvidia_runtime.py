@@ -21,11 +21,11 @@ description:
   - What is needed to undo the change is kept on the node in C(<path>.gpuops-nvidia-runtime.json) (mode 0600),
     so O(state=absent) gives back the original file byte for byte when nobody edited it since, and otherwise
     removes only what was added and restores the previous default runtime.
-  - When the config imports other files (its C(imports), and theirs), they are read as containerd reads them: containerd
-    1.x puts the CRI table of a file loaded later in place of the earlier one whole, 2.x merges it key by key. The module
+  - When the config imports other files (its C(imports), and theirs), they are read as containerd reads them (containerd
+    1.x puts the CRI table of a file loaded later in place of the earlier one whole, 2.x merges it key by key). The module
     fails, naming that file and writing nothing, when one loaded after the file it writes would drop the runtime, make
     it run another binary or, with O(set_as_default), set another default. The installed containerd's rules apply
-    (C(containerd --version)); without containerd, those of both (version 3 configs: 2.x only).
+    (C(containerd --version)); without containerd, those of both (for a version 3 config, 2.x's only).
   - Fails (in check mode too) where the files cannot be written, and gives back what it wrote when a write fails half
     way, the undo record included.
   - Does not restart containerd.

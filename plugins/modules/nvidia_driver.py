@@ -139,7 +139,7 @@ notes:
   - A C(Driver/library version mismatch) from C(nvidia-smi) fails the module with the fix (reboot, or reload the modules).
   - The package repositories must be configured and their lists fresh (the nvidia_driver role does that).
   - Every file the run would write or remove (in O(validations_dir), O(modprobe_dir), O(record_file)) is checked before the
-    first step, in check mode too: one that cannot be written fails the module, naming it, before anything changes.
+    first step, in check mode too; one that cannot be written fails the module, naming it, before anything changes.
 seealso:
   - name: GPU Operator driver configuration
     description: The ClusterPolicy driver fields this module follows.
