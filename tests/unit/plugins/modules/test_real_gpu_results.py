@@ -47,10 +47,12 @@ def test_nvidia_driver_validated_matches_the_real_run(capsys, monkeypatch, tmp_p
     assert ready == expected['diff'][0]['after'] + 'DRIVER_ROOT_CTR_PATH=/host\nNVIDIA_DEV_ROOT=/\nDEV_ROOT_CTR_PATH=/host\n'
 
 
-def test_nfd_labels_match_the_real_run(capsys, monkeypatch):
+def test_nfd_labels_match_the_real_run(capsys, monkeypatch, tmp_path):
     expected = real('nfd_labels-mig-single.json')
+    # No nvidia_driver record, as on that host (not the one, if any, of the machine running the tests).
     result = run_module(capsys, nfd_labels.main, dict(
-        roots(monkeypatch), apply=False, mig_strategy='single', os_release_path=os.path.join(FIXTURE, 'host', 'os-release')))
+        roots(monkeypatch), apply=False, mig_strategy='single', os_release_path=os.path.join(FIXTURE, 'host', 'os-release'),
+        driver_record_file=str(tmp_path / 'no-record.json')))
     # That run predates nfd_labels deriving gpu.deploy.driver from the node (it then always said true); it must now
     # agree with what nvidia_driver reported on the real host.
     assert result['labels'].pop('nvidia.com/gpu.deploy.driver') == real('nvidia_driver-validated.json')['deploy_driver_label']
