@@ -16,7 +16,9 @@ __metaclass__ = type
 import json
 
 import pytest
+import urllib3
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.client import ApiError
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import k8s_nodes
 
 ANNOTATION = 'gpuops.io/nfd-labels'
@@ -173,3 +175,61 @@ def test_observer_events_limit_the_run_to_the_node_and_the_api_host():
     assert observer.watched('ADDED', node('gpu-1'))['reasons'] == [JOINED]
     # A listing forgets the Nodes that are gone.
     assert observer.listed([node('gpu-1', **GPU)]) == [] and set(observer.states) == {'gpu-1'}
+
+
+# ---- following the API -------------------------------------------------------------------------------------
+
+class FakeApi(object):
+    """Answers read_nodes and watch_nodes from scripts: each list answer is (nodes, version) or an exception, each
+    watch a list of (type, node) changes or an exception raised after them."""
+
+    def __init__(self, lists, watches):
+        self.lists, self.watches, self.listed = list(lists), list(watches), 0
+
+    def read_nodes(self, _api):
+        self.listed += 1
+        answer = self.lists.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    def watch_nodes(self, _api, _version):
+        for item in self.watches.pop(0):
+            if isinstance(item, Exception):
+                raise item
+            yield item
+
+
+def follow(monkeypatch, lists, watches, stop_after):
+    """Run follow() on a FakeApi until `stop_after` events came; returns (events, sleeps, lists made)."""
+    fake = FakeApi(lists, watches)
+    monkeypatch.setattr(k8s_nodes, 'read_nodes', fake.read_nodes)
+    monkeypatch.setattr(k8s_nodes, 'watch_nodes', fake.watch_nodes)
+    events, sleeps = [], []
+    k8s_nodes.follow(None, k8s_nodes.Observer(['kube_api']), events.append, lambda: len(events) >= stop_after, sleep=sleeps.append)
+    return [(found['node'], found['reasons']) for found in events], sleeps, fake.listed
+
+
+def test_follow_lists_again_after_an_expired_watch_without_repeating_events(monkeypatch):
+    new, gpu = node('new-1'), node('gpu-1', **GPU)
+    events, sleeps, listed = follow(monkeypatch, lists=[([new, gpu], '1'), ([new, gpu, node('new-2')], '9')],
+                                    watches=[[('BOOKMARK', {'metadata': {'resourceVersion': '5'}})] + [k8s_nodes.WatchExpired('gone', 410)],
+                                             [('MODIFIED', node('gpu-1', labels={}, owned=OURS))]],
+                                    stop_after=3)
+    assert events == [('new-1', [JOINED]), ('new-2', [JOINED]), ('gpu-1', [LABELS])] and sleeps == [] and listed == 2
+
+
+def test_follow_waits_longer_while_the_api_fails_and_stops_on_refused_credentials(monkeypatch):
+    lists = [ApiError('cannot list Node : API answered 503', 503), ApiError('unreachable', None), ([node('new-1')], '1'),
+             ApiError('cannot list Node : API answered 503', 503), ApiError('cannot list Node : API answered 403', 403)]
+    cut = urllib3.exceptions.ProtocolError('Connection broken: IncompleteRead')
+    with pytest.raises(ApiError, match='403'):
+        follow(monkeypatch, lists, watches=[[cut]], stop_after=99)
+    # The sleeps of that run: 1 and 2 s before the listing that worked, then from 1 s again after the cut stream.
+    events, sleeps, _listed = follow(monkeypatch, lists[:3] + [([node('new-1'), node('new-2')], '2')], watches=[[cut], []], stop_after=2)
+    assert events == [('new-1', [JOINED]), ('new-2', [JOINED])] and sleeps == [1, 2, 1]
+
+
+def test_follow_raises_what_is_no_api_fault(monkeypatch):
+    with pytest.raises(KeyError):
+        follow(monkeypatch, lists=[([node('new-1')], '1')], watches=[[KeyError('a bug')]], stop_after=99)
