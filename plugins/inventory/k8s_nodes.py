@@ -61,6 +61,7 @@ EXAMPLES = r'''
 # inventory/cluster/k8s_nodes.yml; credentials from K8S_AUTH_KUBECONFIG (or ~/.kube/config, or in-cluster)
 plugin: gpuops.gpu_operator.k8s_nodes
 
+---
 # A kubeconfig context, the nodes reached as user ops with sudo, a group per GPU product
 plugin: gpuops.gpu_operator.k8s_nodes
 kubeconfig: ~/.kube/config
@@ -72,6 +73,7 @@ keyed_groups:
   - key: k8s_node.labels['nvidia.com/gpu.product'] | default('unknown')
     prefix: product
 
+---
 # Cached for 5 minutes in JSON files
 plugin: gpuops.gpu_operator.k8s_nodes
 cache: true
