@@ -137,8 +137,9 @@ def apply(api, node_name, desired, state='present', check_mode=False):
         patch = merge_patch(metadata.get('annotations'), plan, metadata.get('resourceVersion'))
         if patch is None:
             return (plan, current), None
+        # The answer is not decoded, as in read_node.
         return (plan, current), lambda: api.call('patch', node_ref(node_name), core.patch_node, node_name, patch,
-                                                 _content_type='application/merge-patch+json')
+                                                 _content_type='application/merge-patch+json', _preload_content=False)
 
     (plan, current), changed = api.read_modify_write(attempt, check_mode)
     return plan, current, changed
