@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import logging
 import re
 import time
 
@@ -36,6 +37,7 @@ NODES = k8s_client.ObjectRef('Node', '', 'nodes')
 WATCH_SECONDS = 60  # the server ends each watch after this long; the next starts where it stopped
 RETRY_DELAYS = (1, 2, 5, 10, 30)  # seconds before listing again after the API failed, the last one repeated
 FATAL_STATUSES = (401, 403)  # credentials the API refuses: retrying cannot help
+LOG = logging.getLogger(__name__)
 
 
 class WatchExpired(k8s_client.ApiError):
@@ -148,7 +150,7 @@ def observe(before, node):
     boot_id = ((node.get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
     is_ready = ready(node)
     lost, changed = drift(node)
-    state = dict(examined=examined(node), ready=is_ready, boot_id=boot_id, drift=[lost, changed],
+    state = dict(examined=examined(node), ready=is_ready, drift=[lost, changed],
                  ready_boot_id=boot_id if is_ready else (before or {}).get('ready_boot_id'),
                  ever_ready=is_ready or bool((before or {}).get('ever_ready')))
     reasons = []
@@ -183,7 +185,10 @@ class Observer(object):
     def look(self, node):
         name = node['metadata']['name']
         self.states[name], reasons, details = observe(self.states.get(name), node)
-        return event(node, reasons, details, self.limit_with) if reasons else None
+        if not reasons:
+            return None
+        LOG.info('Node %s: %s %s', name, ', '.join(reasons), details)
+        return event(node, reasons, details, self.limit_with)
 
     def listed(self, nodes):
         """Events of a full listing; Nodes gone since the last one are forgotten."""
@@ -241,6 +246,7 @@ def follow(api, observer, emit, stopped, sleep=time.sleep):
     while not stopped():
         try:
             nodes, version = read_nodes(api)
+            LOG.info('listed %d Nodes; watching them from resourceVersion %s', len(nodes), version)
             for found in observer.listed(nodes):
                 emit(found)
             failures = 0
@@ -258,5 +264,7 @@ def follow(api, observer, emit, stopped, sleep=time.sleep):
             refused = isinstance(exc, k8s_client.ApiError) and exc.status in FATAL_STATUSES
             if refused or not (isinstance(exc, k8s_client.ApiError) or k8s_client.classify(exc)):
                 raise
-            sleep(RETRY_DELAYS[min(failures, len(RETRY_DELAYS) - 1)])
+            delay = RETRY_DELAYS[min(failures, len(RETRY_DELAYS) - 1)]
+            LOG.warning('listing the Nodes again in %ss: %s', delay, exc)
+            sleep(delay)
             failures += 1
