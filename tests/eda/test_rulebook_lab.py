@@ -158,6 +158,14 @@ def test_a_node_that_joins_is_configured_without_a_command(lab, tmp_path):
               f'match {measured["operands_match_s"]}s (goal {GOAL}s)')
         assert not report.exists(), 'the run that configured the node ran no doctor'
 
+        # The inventory the runs used: the lab node in gpu_nodes and in the groups of its nodeInfo.
+        graph = run(os.path.join(os.path.dirname(sys.executable), 'ansible-inventory'), '-i', str(inventory), '--graph', env=env)
+        print(graph)
+        groups = {line.strip(' |-@:') for line in graph.splitlines() if '@' in line}
+        members = {line.strip(' |-') for line in graph.splitlines() if '@' not in line}
+        assert NODE in members and {'gpu_nodes', 'kube_api', 'os_debian_gnu_linux_12_bookworm', 'runtime_containerd'} <= groups, graph
+        assert any(group.startswith('kernel_') for group in groups), graph  # the lab host's kernel, which its containers share
+
         # A run that fails: the node's labels stage gets a setting it refuses; then one of its labels is removed.
         (inventory / 'host_vars' / f'{NODE}.yml').write_text(yaml.safe_dump({'gpu_node_labels_mig_strategy': 'sometimes'}))
         code, body = raw(kube, 'PATCH', f'/api/v1/nodes/{NODE}', {'metadata': {'labels': {'nvidia.com/gpu.product': None}}},
