@@ -94,6 +94,20 @@ def test_apply_idempotence_stale_foreign_absent(kube_api, node, capsys, monkeypa
     assert labels['nvidia.com/gpu.deploy.driver'] == 'false' and labels['gpuops.test/foreign'] == 'keep-me'
 
 
+def test_a_node_it_sets_no_label_on_is_marked_examined(kube_api, node, capsys, monkeypatch):
+    """A node without a GPU whose NFD labels NFD sets gets no label from the role, but the annotation, as {}: it marks
+    the Node examined (the k8s_nodes inventory then leaves it out). state=absent removes it again."""
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    first = run(capsys, monkeypatch, 't4', node_name=name, labels={}, **auth)
+    labels, annotations = node_meta(core, name)[:2]
+    assert first['changed'] is True and first['added'] == [] and annotations[OWNED_ANNOTATION] == '{}'
+    assert labels['gpuops.test/foreign'] == 'keep-me'
+    assert run(capsys, monkeypatch, 't4', node_name=name, labels={}, **auth)['changed'] is False
+    gone = run(capsys, monkeypatch, 't4', node_name=name, labels={}, state='absent', **auth)
+    assert gone['changed'] is True and OWNED_ANNOTATION not in node_meta(core, name)[1]
+
+
 def test_a_deploy_value_the_module_set_follows_the_node(kube_api, node, capsys, monkeypatch):
     """The A100 capture shows its driver loaded (pre-installed); with the T4 capture, none is: the label the module
     set goes to true, and state=absent removes it."""
