@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Host prerequisites for the lab: Debian packages and podman's engine settings.
+# Host prerequisites for the lab and the tests: Debian packages and podman's engine settings.
 # Idempotent; needs root (a fresh Debian 12 machine is the target).
 set -euo pipefail
 
+# openjdk-17-jre-headless: ansible-rulebook's rule engine (Drools) runs in Java 17 (tests/eda).
 packages=(podman runc debootstrap uidmap slirp4netns fuse-overlayfs
           conmon containernetworking-plugins git make shellcheck
-          python3.11 python3.11-venv)
+          python3.11 python3.11-venv openjdk-17-jre-headless)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

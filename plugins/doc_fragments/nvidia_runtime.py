@@ -23,11 +23,16 @@ options:
   runtime_name:
     description:
       - Name of the runtime to register, as Kubernetes RuntimeClass handlers refer to it.
+      - Must be a DNS-1123 label, as a RuntimeClass handler must be (lower case letters, digits and C(-), at most 63
+        characters, the variants' names included). V(runc) and V(crun), runtimes of the container runtime's own, are refused.
+      - A runtime of that name that exists already, that this module did not register and that is not an NVIDIA runtime
+        (its name does not start with C(nvidia) and it does not run C(nvidia-container-runtime)) is never taken over (the
+        module fails).
     type: str
     default: nvidia
   runtime_binary:
     description:
-      - Path of the NVIDIA container runtime binary on the node.
+      - Path of the NVIDIA container runtime binary on the node; an absolute path.
     type: path
     default: /usr/bin/nvidia-container-runtime
   variants:

@@ -37,9 +37,14 @@ def stopped_gpu_nodes(hosts, hostvars):
     return stopped
 
 
+def validation_failures(results, hosts, hostvars):
+    """What the run fails with, per inventory host of the GPU nodes, and for the failed GPU Nodes outside the inventory."""
+    return validation.failures(results, {host: gpu_node_name(host, hostvars) for host in hosts or []})
+
+
 class FilterModule(object):
     """cluster_validator, validation_targets, plugin_validation_pods, validation_report, cluster_policy_outcome,
-    gpu_node_name and stopped_gpu_nodes."""
+    gpu_node_name, stopped_gpu_nodes and validation_failures."""
 
     def filters(self):
         return {
@@ -50,4 +55,5 @@ class FilterModule(object):
             'cluster_policy_outcome': checked(policy_status.outcome),
             'gpu_node_name': gpu_node_name,
             'stopped_gpu_nodes': stopped_gpu_nodes,
+            'validation_failures': checked(validation_failures),
         }

@@ -15,7 +15,8 @@ description:
   - "The runtime: the one whose socket (C(containerd.sock), C(crio.sock), C(cri-dockerd.sock), C(dockershim.sock)) the
     kubelet's configuration files name (C(--container-runtime-endpoint) or C(containerRuntimeEndpoint)); on a node
     with no kubelet configuration yet, the first installed runtime service of C(containerd.service),
-    C(crio.service), C(docker.service), in that order (Docker's packages pull containerd in too)."
+    C(crio.service), C(docker.service), in that order (Docker's packages pull containerd in too). A kubelet on the
+    socket of another runtime (C(podman.sock)) gives none: the runtime installed beside it is not the kubelet's."
   - The systemd state of those three services, whether O(runtime_binary) exists, and the installed version of each
     of O(packages) (C(dpkg-query), else C(rpm)).
   - It only reads files and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
@@ -70,7 +71,8 @@ EXAMPLES = r'''
 
 RETURN = r'''
 runtime:
-  description: The kubelet's runtime (C(containerd), C(crio) or C(docker)); null when none was found.
+  description: The kubelet's runtime (C(containerd), C(crio) or C(docker)); null when none was found or the kubelet
+    names another runtime's socket (RV(kubelet_socket)).
   returned: always
   type: str
   sample: containerd

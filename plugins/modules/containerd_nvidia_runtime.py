@@ -21,6 +21,13 @@ description:
   - What is needed to undo the change is kept on the node in C(<path>.gpuops-nvidia-runtime.json) (mode 0600),
     so O(state=absent) gives back the original file byte for byte when nobody edited it since, and otherwise
     removes only what was added and restores the previous default runtime.
+  - When the config imports other files (its C(imports), and theirs), they are read as containerd reads them (containerd
+    1.x puts the CRI table of a file loaded later in place of the earlier one whole, 2.x merges it key by key). The module
+    fails, naming that file and writing nothing, when one loaded after the file it writes would drop the runtime, make
+    it run another binary or, with O(set_as_default), set another default. The installed containerd's rules apply
+    (C(containerd --version)); without containerd, those of both (for a version 3 config, 2.x's only).
+  - Fails (in check mode too) where the files cannot be written, and gives back what it wrote when a write fails half
+    way, the undo record included.
   - Does not restart containerd.
 version_added: 0.1.0
 author:
@@ -49,9 +56,12 @@ options:
     description:
       - Write the runtime tables to this file instead of editing O(path) in place; O(path)'s top-level C(imports)
         gains it (existing imports are kept, and C(version) is written when O(path) was empty).
-      - For config version 2 the drop-in also carries a copy of O(path)'s whole CRI table, because containerd 1.x
-        replaces a plugin's section wholesale when an imported file defines it.
-      - Needs config version 2 or later.
+      - For config version 2 a new drop-in starts with a copy of the CRI table containerd 1.x would use without it (the
+        last file it loads before the drop-in that has one, else O(path)'s), because containerd 1.x replaces a plugin's
+        section wholesale when an imported file defines it.
+      - Needs config version 2 or later. An absolute path other than O(path) (and its undo record).
+      - A missing directory is created with mode 0755, as C(nvidia-ctk runtime configure --drop-in-config) does;
+        O(state=absent) removes it again when it is empty.
     type: path
   config_source:
     description:
@@ -132,7 +142,8 @@ backup_file:
   type: str
   sample: /etc/containerd/config.toml.12345.2025-01-01@00:00:00~
 actions:
-  description: What the module did, or would do in check mode, one C(write PATH) or C(remove PATH) per file.
+  description: What the module did, or would do in check mode, one C(write PATH) or C(remove PATH) per file, and
+    C(create directory DIR) or C(remove directory DIR) for the drop-in's directory.
   returned: always
   type: list
   elements: str
@@ -145,7 +156,6 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_cli import default_config
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import common_argument_spec
 
 try:
@@ -169,7 +179,7 @@ def main():
         module.fail_json(msg=missing_required_lib('tomlkit'), exception=TOMLKIT_IMPORT_ERROR)
 
     try:
-        plan = containerd_runtime.plan(module.params, containerd_runtime.gather(module), lambda: default_config(module))
+        plan = containerd_runtime.plan(module.params, containerd_runtime.gather(module), containerd_runtime.NodeFiles(module))
         result = containerd_runtime.execute(module, plan)
     except GpuOpsError as exc:
         fail_from_exception(module, exc, path=module.params['path'])

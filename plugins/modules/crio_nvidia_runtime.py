@@ -20,6 +20,8 @@ description:
     directory because CRI-O loads every file in it; for the same reason this module makes no backups.
   - CRI-O turns CDI on by itself (since 1.23), so there is no O(ignore:enable_cdi) option.
   - Does not restart CRI-O.
+  - Fails (in check mode too) where the files cannot be written, and gives back what it wrote when a write fails half
+    way, the undo record included.
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)

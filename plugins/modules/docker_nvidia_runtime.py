@@ -20,6 +20,8 @@ description:
     so O(state=absent) gives back the original file byte for byte when nobody edited it since, and otherwise
     removes only what was added and restores the previous C(default-runtime) and C(features.cdi).
   - Does not restart Docker.
+  - Fails (in check mode too) where the files cannot be written, and gives back what it wrote when a write fails half
+    way, the undo record included.
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)

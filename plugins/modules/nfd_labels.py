@@ -31,6 +31,9 @@ description:
   - The module only changes labels under the prefixes it computes (plus O(extra_labels)); the labels it set and their
     values are recorded in the Node annotation C(gpuops.io/nfd-labels), so labels it set that no longer apply are
     removed and O(state=absent) removes exactly those. A label whose value someone changed since is theirs and stays.
+  - With O(state=present) the annotation is written also when the module sets no label on the Node (as C({}), for a
+    node without a GPU whose NFD labels NFD sets). It marks the Node as examined by this collection, which the
+    P(gpuops.gpu_operator.k8s_nodes#inventory) inventory reads. O(state=absent) removes it.
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)

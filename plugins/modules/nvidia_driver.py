@@ -13,7 +13,8 @@ short_description: Install, validate or remove the NVIDIA GPU driver on a node (
 description:
   - Does on the host what the GPU Operator's driver container and driver validator do. The GPUs are the PCI
     functions of vendor C(0x10de) and class C(0x0300) (graphics) or C(0x0302) (compute) under O(sysfs_root); a node
-    without one is left alone (RV(gpu_count=0), nothing runs).
+    without one is left alone (RV(gpu_count=0), nothing runs; with O(state=validated) GPUs nvidia-smi lists there
+    anyway are warned about).
   - "O(state=present): a working driver (C(nvidia-smi) answers) is validated and no package is touched, whoever
     installed it (a driver installed outside the package manager is reported as RV(driver.source=pre-installed)).
     Otherwise the driver packages are installed (with the kernel headers DKMS needs), held, the in-kernel
@@ -129,6 +130,7 @@ options:
   record_file:
     description:
       - Where the module records the packages it installed and the files it changed, for O(state=absent). Mode 0600.
+      - A file there that is not such a record (other keys or types) fails the module, naming the key.
     type: path
     default: /var/lib/gpuops/nvidia_driver.json
 notes:
@@ -136,6 +138,8 @@ notes:
     (C(/var/lib/dkms/mok.pub), C(/var/lib/shim-signed/mok/MOK.der)) exists, the module fails before installing.
   - A C(Driver/library version mismatch) from C(nvidia-smi) fails the module with the fix (reboot, or reload the modules).
   - The package repositories must be configured and their lists fresh (the nvidia_driver role does that).
+  - Every file the run would write or remove (in O(validations_dir), O(modprobe_dir), O(record_file)) is checked before the
+    first step, in check mode too; one that cannot be written fails the module, naming it, before anything changes.
 seealso:
   - name: GPU Operator driver configuration
     description: The ClusterPolicy driver fields this module follows.
@@ -293,6 +297,8 @@ def main():
                       nouveau_loaded=any(name in facts['modules'] for name in NOUVEAU_MODULES), secure_boot=facts['secure_boot'])
         planned = driver_plan.plan(facts, module.params)
         result.update(driver=planned['driver'], packages=planned['packages'], deploy_driver_label=planned['deploy_driver_label'])
+        # A file the run could not write fails it before any step (and check mode with it).
+        driver_executor.check_steps(planned['steps'])
         if module.check_mode:
             result['actions'] = [driver_plan.describe(step) for step in planned['steps'] if step['kind'] != 'validate']
             result['changed'] = bool(result['actions'])

@@ -25,3 +25,35 @@ def raw(kube_api: Any, method: str, path: str, body: Any = None, content_type: s
         return response.status, json.loads(response.data or b'null')
     except ValueError:
         return response.status, response.data.decode()
+
+
+def register_node(kube_api: Any, name: str, labels: dict[str, str] | None = None, annotations: dict[str, str] | None = None,
+                  info: dict[str, str] | None = None, address: str | None = None, ready: bool = True) -> None:
+    """Register a Node as its kubelet does: create it, then report its status (nodeInfo, addresses, Ready).
+
+    The create drops a status (the Node has a status subresource), so it goes through nodes/status, raw: the
+    client's models want every nodeInfo field, and a kubelet-less Node has only those given.
+    """
+    metadata = {'name': name, 'labels': dict({'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux'}, **(labels or {}))}
+    if annotations:
+        metadata['annotations'] = annotations
+    code, body = raw(kube_api, 'POST', '/api/v1/nodes', {'apiVersion': 'v1', 'kind': 'Node', 'metadata': metadata, 'spec': {}})
+    assert code == 201, body
+    set_node_status(kube_api, name, info=info, address=address, ready=ready)
+
+
+def set_node_status(kube_api: Any, name: str, info: dict[str, str] | None = None, address: str | None = None, ready: bool = True) -> None:
+    """Report a Node's status as its kubelet does (a merge patch of nodes/status); info is merged into nodeInfo."""
+    status: dict[str, Any] = {'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'Unknown',
+                                              'reason': 'KubeletReady' if ready else 'NodeStatusUnknown'}]}
+    if info:
+        status['nodeInfo'] = info
+    if address:
+        status['addresses'] = [{'type': 'InternalIP', 'address': address}, {'type': 'Hostname', 'address': name}]
+    code, body = raw(kube_api, 'PATCH', f'/api/v1/nodes/{name}/status', {'status': status}, 'application/merge-patch+json')
+    assert code == 200, body
+
+
+def delete_node(kube_api: Any, name: str) -> None:
+    code, body = raw(kube_api, 'DELETE', f'/api/v1/nodes/{name}')
+    assert code in (200, 404), body

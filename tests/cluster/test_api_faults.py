@@ -109,7 +109,7 @@ def test_nfd_labels_conflict_rereads_and_keeps_what_others_set(kube_api, kube_fa
 def test_nfd_labels_403_fails_at_once_then_a_rerun_converges(kube_api, kube_faults, node, capsys, monkeypatch):
     name, core, path = node
     forbidden = kube_faults.inject('PATCH', path, status=403)
-    result = label(capsys, monkeypatch, kube_api, name)
+    result = label(capsys, monkeypatch, kube_api, name, failed=True)
     assert result['failed'] is True
     assert result['msg'] == (
         f'cannot patch Node {name}: API answered 403 Forbidden: nodes "{name}" is forbidden: User "system:serviceaccount:gpuops:standin" '
@@ -143,9 +143,9 @@ def fixture_policy(kube_api, kube_faults):
         ext.delete_custom_resource_definition(POLICY_CRD)
 
 
-def record(capsys, kube_api, name, state='ready', reason='Reconciled'):
+def record(capsys, kube_api, name, state='ready', reason='Reconciled', failed=False):
     args = dict(name=name, state=state, reason=reason, detail='faults', namespace='gpu-operator', kubeconfig=kube_api.kubeconfig)
-    return run_module(capsys, cluster_policy_status.main, args)
+    return run_module(capsys, cluster_policy_status.main, args, failed=failed)
 
 
 def stored_state(kube_api, name):
@@ -187,7 +187,7 @@ def test_cluster_policy_status_retries_a_timeout(kube_api, kube_faults, policy, 
 def test_cluster_policy_status_403_names_the_rbac_rule(kube_api, kube_faults, policy, capsys):
     name, path = policy
     forbidden = kube_faults.inject('PATCH', f'{path}/status', status=403)
-    result = record(capsys, kube_api, name)
+    result = record(capsys, kube_api, name, failed=True)
     assert result['failed'] is True and result['msg'].startswith(f'cannot patch ClusterPolicy {name} status: API answered 403 Forbidden: ')
     assert result['msg'].endswith('; the credentials lack the RBAC permission apiGroups ["nvidia.com"], resources ["clusterpolicies/status"], '
                                   'verbs ["patch"] (a ClusterRole)')

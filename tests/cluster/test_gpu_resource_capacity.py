@@ -126,10 +126,10 @@ def set_gpus(core, name, capacity, allocatable=None):
     core.patch_node_status(name, {'status': status}, _content_type='application/merge-patch+json', _preload_content=False)
 
 
-def run(capsys, kube_api, kubelet_dir, **args):
+def run(capsys, kube_api, kubelet_dir, failed=False, **args):
     args = dict(dict(kubeconfig=kube_api.kubeconfig, socket_dir=str(kubelet_dir / 'device-plugins'), node_checks=True,
                      pod_resources_socket=str(kubelet_dir / 'pod-resources' / 'kubelet.sock'), timeout=0, poll_interval=0.2), **args)
-    return run_module(capsys, gpu_resource_capacity.main, args)
+    return run_module(capsys, gpu_resource_capacity.main, args, failed=failed)
 
 
 def test_registered_with_time_slicing(kube_api, node, kubelet_dir, capsys):
@@ -154,7 +154,7 @@ def test_time_slicing_not_multiplied_fails_naming_it(kube_api, node, kubelet_dir
     set_gpus(core, name, 1)
     kubelet_dir.bind(kubelet_dir / 'device-plugins' / 'nvidia-gpu.sock')
     with PodResourcesServer(kubelet_dir / 'pod-resources' / 'kubelet.sock', [(GPU, [UUIDS[0]], [0])]):
-        result = run(capsys, kube_api, kubelet_dir, node_name=name)
+        result = run(capsys, kube_api, kubelet_dir, node_name=name, failed=True)
     assert result['failed'] is True and result['registered'] is False
     assert result['msg'].startswith('nvidia.com/gpu not registered on Node %s after 0s: ' % name)
     assert ('count mismatch: Node %s capacity nvidia.com/gpu is 1, expected 4 (label nvidia.com/gpu.count, label nvidia.com/gpu.replicas): '
@@ -166,7 +166,7 @@ def test_time_slicing_not_multiplied_fails_naming_it(kube_api, node, kubelet_dir
 def test_missing_socket_and_capacity_are_named(kube_api, node, kubelet_dir, capsys):
     name = node[0]
     with PodResourcesServer(kubelet_dir / 'pod-resources' / 'kubelet.sock', []):
-        result = run(capsys, kube_api, kubelet_dir, node_name=name, gpu_count=2, replicas=1)
+        result = run(capsys, kube_api, kubelet_dir, node_name=name, gpu_count=2, replicas=1, failed=True)
     assert result['failed'] is True
     plugin_socket = kubelet_dir / 'device-plugins' / 'nvidia-gpu.sock'
     assert 'socket missing: %s (served by the device plugin for nvidia.com/gpu)' % plugin_socket in result['msg']
@@ -208,11 +208,11 @@ def test_pod_resources_failures_are_named(kube_api, node, kubelet_dir, capsys):
     set_gpus(core, name, 4)
     kubelet_dir.bind(kubelet_dir / 'device-plugins' / 'nvidia-gpu.sock')
     socket_path = kubelet_dir / 'pod-resources' / 'kubelet.sock'
-    result = run(capsys, kube_api, kubelet_dir, node_name=name)
+    result = run(capsys, kube_api, kubelet_dir, node_name=name, failed=True)
     assert result['failed'] is True and 'PodResources: socket missing: %s' % socket_path in result['msg']
     # A kubelet with the KubeletPodResourcesGetAllocatable gate off does not serve the method.
     with PodResourcesServer(socket_path, [], implement=False):
-        result = run(capsys, kube_api, kubelet_dir, node_name=name)
+        result = run(capsys, kube_api, kubelet_dir, node_name=name, failed=True)
     assert result['failed'] is True
     assert 'PodResources: GetAllocatableResources on %s failed: UNIMPLEMENTED' % socket_path in result['msg']
     assert result['pod_resources'].startswith('failed: ')
@@ -220,16 +220,16 @@ def test_pod_resources_failures_are_named(kube_api, node, kubelet_dir, capsys):
 
 def test_missing_node_and_labels(kube_api, node, kubelet_dir, capsys):
     missing = unique('gpuops-dp-absent')
-    result = run(capsys, kube_api, kubelet_dir, node_name=missing)
+    result = run(capsys, kube_api, kubelet_dir, node_name=missing, failed=True)
     assert result['failed'] is True and 'Node %s not found' % missing in result['msg'] and result['expected'] is None
     name, core = node
     core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.count': None}}}, _content_type='application/merge-patch+json',
                     _preload_content=False)
-    result = run(capsys, kube_api, kubelet_dir, node_name=name)
+    result = run(capsys, kube_api, kubelet_dir, node_name=name, failed=True)
     assert result['failed'] is True
     assert result['msg'] == ('cannot tell how many nvidia.com/gpu devices to expect: Node %s has no label nvidia.com/gpu.count (nfd_labels sets it); '
                              'give expected_count or gpu_count' % name)
-    result = run(capsys, kube_api, kubelet_dir, node_name=name, resource_name='gpu')
+    result = run(capsys, kube_api, kubelet_dir, node_name=name, resource_name='gpu', failed=True)
     assert result['failed'] is True and result['msg'].startswith('resource_name must be an extended resource name')
 
 
@@ -243,7 +243,7 @@ def test_from_the_api_host_only_the_node_is_checked(kube_api, node, capsys):
     assert result['registered'] is True and result['sockets'] == {} and result['devices'] == []
     assert result['pod_resources'] == 'skipped: node_checks is false'
     set_gpus(core, name, 1)
-    result = run_module(capsys, gpu_resource_capacity.main, args)
+    result = run_module(capsys, gpu_resource_capacity.main, args, failed=True)
     assert result['failed'] is True and result['msg'] == (
         'nvidia.com/gpu not registered on Node %s after 0s: count mismatch: Node %s capacity nvidia.com/gpu is 1, expected 4 '
         '(label nvidia.com/gpu.count, label nvidia.com/gpu.replicas): sharing with 4 replicas is expected but capacity is not multiplied '

@@ -22,8 +22,9 @@ FOREIGN = {'gpuops.test/foreign': 'keep-me'}
 
 
 def fixture_args(fixture):
+    # No path of the machine running the tests (its nvidia_driver record) is read.
     return dict(sysfs_root=str(GPUS / fixture / 'sys'), procfs_root=str(GPUS / fixture / 'proc'), nvidia_smi=str(GPUS / 'gpuops-lab-nvidia-smi'),
-                os_release_path=str(GPUS / 'no-such-os-release'))
+                os_release_path=str(GPUS / 'no-such-os-release'), driver_record_file=str(GPUS / 'no-such-record'))
 
 
 @pytest.fixture
@@ -47,11 +48,11 @@ def node(kube_api):
         core.delete_node(name)
 
 
-def run(capsys, monkeypatch, fixture, **args):
+def run(capsys, monkeypatch, fixture, failed=False, **args):
     """The module in-process against the API; nvidia-smi is the lab simulator serving `fixture`."""
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', str(GPUS / fixture))
     args = dict(fixture_args(fixture), **args)
-    return run_module(capsys, nfd_labels.main, args)
+    return run_module(capsys, nfd_labels.main, args, failed=failed)
 
 
 def node_meta(core, name):
@@ -93,6 +94,20 @@ def test_apply_idempotence_stale_foreign_absent(kube_api, node, capsys, monkeypa
     assert labels['nvidia.com/gpu.deploy.driver'] == 'false' and labels['gpuops.test/foreign'] == 'keep-me'
 
 
+def test_a_node_it_sets_no_label_on_is_marked_examined(kube_api, node, capsys, monkeypatch):
+    """A node without a GPU whose NFD labels NFD sets gets no label from the role, but the annotation, as {}: it marks
+    the Node examined (the k8s_nodes inventory then leaves it out). state=absent removes it again."""
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    first = run(capsys, monkeypatch, 't4', node_name=name, labels={}, **auth)
+    labels, annotations = node_meta(core, name)[:2]
+    assert first['changed'] is True and first['added'] == [] and annotations[OWNED_ANNOTATION] == '{}'
+    assert labels['gpuops.test/foreign'] == 'keep-me'
+    assert run(capsys, monkeypatch, 't4', node_name=name, labels={}, **auth)['changed'] is False
+    gone = run(capsys, monkeypatch, 't4', node_name=name, labels={}, state='absent', **auth)
+    assert gone['changed'] is True and OWNED_ANNOTATION not in node_meta(core, name)[1]
+
+
 def test_a_deploy_value_the_module_set_follows_the_node(kube_api, node, capsys, monkeypatch):
     """The A100 capture shows its driver loaded (pre-installed); with the T4 capture, none is: the label the module
     set goes to true, and state=absent removes it."""
@@ -116,9 +131,9 @@ def test_diff_shows_labels_before_and_after(kube_api, node, capsys, monkeypatch)
 
 def test_missing_node_and_unreachable_api_fail_clearly(kube_api, capsys, monkeypatch):
     missing = unique('gpuops-absent-node')
-    result = run(capsys, monkeypatch, 't4', node_name=missing, kubeconfig=kube_api.kubeconfig)
+    result = run(capsys, monkeypatch, 't4', node_name=missing, kubeconfig=kube_api.kubeconfig, failed=True)
     assert result['failed'] is True and result['msg'].startswith('cannot get Node %s: API answered 404' % missing)
-    result = run(capsys, monkeypatch, 't4', node_name='n1', host='http://127.0.0.1:1')
+    result = run(capsys, monkeypatch, 't4', node_name='n1', host='http://127.0.0.1:1', failed=True)
     assert result['failed'] is True and result['msg'].startswith('cannot get Node n1: the Kubernetes API at http://127.0.0.1:1 is unreachable')
 
 

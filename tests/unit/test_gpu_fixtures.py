@@ -20,6 +20,8 @@ FIXTURES = {
     "t4": {"listed": 1, "attached": 1, "captures": {"q-x.xml"}, "proc": False},
     "h200-x1": {"listed": 1, "attached": 1, "proc": True,
                 "captures": {"q-x.xml", "q.txt", "L.txt", "version.txt", "mig-lgip.txt", "topo-m.txt", "query-gpu.csv", "query-gpu.fields"}},
+    "h100-x1": {"listed": 1, "attached": 1, "proc": True,
+                "captures": {"q-x.xml", "q.txt", "L.txt", "version.txt", "mig-lgip.txt", "topo-m.txt", "query-gpu.csv", "query-gpu.fields"}},
     "cpu-only": {"listed": 0, "attached": 0, "captures": None, "proc": False},
 }
 HEX = {"vendor": r"0x[0-9a-f]{4}\n", "device": r"0x[0-9a-f]{4}\n", "subsystem_vendor": r"0x[0-9a-f]{4}\n",

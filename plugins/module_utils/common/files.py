@@ -73,18 +73,62 @@ def read_bytes(path, limit=None):
     return data
 
 
-def check_writable(path):
-    """Fail early (before anything is written) when `path` cannot be replaced or created."""
+def missing_directories(path):
+    """The directories above `path` that do not exist, outermost first (what make_directories would create)."""
+    missing = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.lexists(directory):
+        missing.insert(0, directory)
+        directory = os.path.dirname(directory)
+    return missing
+
+
+def check_writable(path, create_directories=False):
+    """Fail early (before anything is written, and in check mode) when `path` cannot be replaced or created.
+
+    With `create_directories`, missing directories above it count as ones the run will create: the
+    nearest existing one must then be writable.
+    """
     target = os.path.realpath(path)
     directory = os.path.dirname(target) or '.'
-    if not os.path.isdir(directory):
+    if create_directories and missing_directories(target):
+        directory = os.path.dirname(missing_directories(target)[0])
+    elif not os.path.isdir(directory):
         raise FileError('cannot write %s: directory %s does not exist' % (path, directory))
+    if not os.path.isdir(directory):
+        raise FileError('cannot write %s: %s is not a directory' % (path, directory))
     # Replacing a file needs write access to its directory (temp file + rename);
-    # a read-only file or file system is reported as such.
+    # a read-only (or immutable) file or file system is reported as such.
     if os.path.exists(target) and not os.access(target, os.W_OK):
-        raise FileError('cannot write %s: the file is read-only' % path)
+        raise FileError('cannot write %s: the file is read-only (permissions, an immutable file or a read-only file system)' % path)
     if not os.access(directory, os.W_OK | os.X_OK):
         raise FileError('cannot write %s: directory %s is not writable (read-only file system or permissions)' % (path, directory))
+
+
+def make_directories(directories, mode=0o755):
+    """Create `directories` (outermost first, as missing_directories() lists them) with `mode`; OS errors become FileError."""
+    for directory in directories:
+        try:
+            os.mkdir(directory)
+            # mkdir applies the umask; the mode asked for is the mode given.
+            os.chmod(directory, mode)
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise FileError('cannot create directory %s: %s' % (directory, _reason(exc)))
+
+
+def remove_empty_directory(directory):
+    """Remove `directory` when it exists and is empty; True when it was removed."""
+    try:
+        os.rmdir(directory)
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+            return False  # someone put files there since: they keep it
+        raise FileError('cannot remove directory %s: %s' % (directory, _reason(exc)))
+    return True
 
 
 def _sync_directory(directory):

@@ -19,6 +19,7 @@ import os
 import re
 import xml.etree.ElementTree as ET
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
 NVIDIA_VENDOR = '0x10de'
@@ -32,6 +33,9 @@ NVRM_LINE = re.compile(r'^NVRM version:.*?Kernel Module\s+(?:for \S+\s+)?(\d+(?:
 LIST_GPU_LINE = re.compile(r'^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$')
 LIST_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)\s*$')
 MIB = re.compile(r'^(\d+) MiB$')
+# Seconds each nvidia-smi run may take: one waiting on a wedged GPU (or a hung driver) is stopped, and the run reports
+# it like any failing nvidia-smi. A healthy one answers in seconds, also with eight GPUs. Tests lower it.
+NVIDIA_SMI_TIMEOUT = 60
 
 
 class DiscoveryError(GpuOpsError):
@@ -48,12 +52,22 @@ def read_text(path):
 
 
 def pci_devices(sysfs_root):
-    """Every PCI function under <sysfs_root>/bus/pci/devices, sorted by address."""
+    """Every PCI function under <sysfs_root>/bus/pci/devices, sorted by address.
+
+    A root without that directory is no sysfs (a mistyped sysfs_root): DiscoveryError, rather than a node that seems
+    to have no GPU.
+    """
     base = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
     try:
         names = sorted(os.listdir(base))
-    except OSError:
-        return []
+    except OSError as exc:
+        if not os.path.isdir(sysfs_root):
+            why = '%s %s' % (sysfs_root, 'does not exist' if not os.path.lexists(sysfs_root) else 'is not a directory')
+        elif not os.path.isdir(base):
+            why = '%s has no bus/pci/devices, so it is no sysfs tree' % sysfs_root
+        else:
+            why = 'cannot read %s: %s' % (base, exc.strerror)
+        raise DiscoveryError('sysfs_root: %s; point sysfs_root at the node\'s sysfs (default /sys)' % why)
     devices = []
     for name in names:
         attrs = {key: read_text(os.path.join(base, name, key)) for key in ('vendor', 'device', 'class')}
@@ -124,7 +138,7 @@ def _mib(value, what):
         return None
     match = MIB.match(value)
     if not match:
-        raise DiscoveryError('nvidia-smi -q -x: %s is %r, expected "<number> MiB"' % (what, value))
+        raise DiscoveryError('%s is %r, expected "<number> MiB"' % (what, value))
     return int(match.group(1))
 
 
@@ -133,18 +147,23 @@ def _int(value):
 
 
 def parse_smi_xml(text):
-    """Parse `nvidia-smi -q -x` into {driver_version, cuda_version, gpus: [...]} (pure)."""
+    """Parse `nvidia-smi -q -x` into {driver_version, cuda_version, gpus: [...]} (pure).
+
+    Errors say what is wrong with the text; query_nvidia_smi() puts the command in front.
+    """
+    if not text.strip():
+        raise DiscoveryError('printed nothing')
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:
-        raise DiscoveryError('nvidia-smi -q -x printed malformed XML: %s' % exc)
+        raise DiscoveryError('printed malformed XML: %s' % exc)
     if root.tag != 'nvidia_smi_log':
-        raise DiscoveryError('nvidia-smi -q -x: root element is <%s>, expected <nvidia_smi_log>' % root.tag)
+        raise DiscoveryError('root element is <%s>, expected <nvidia_smi_log>' % root.tag)
     gpus = []
     for index, gpu in enumerate(root.findall('gpu')):
         bus_id = gpu.get('id') or _text(gpu, 'pci/pci_bus_id')
         if not bus_id:
-            raise DiscoveryError('nvidia-smi -q -x: GPU %d has no PCI bus id' % index)
+            raise DiscoveryError('GPU %d has no PCI bus id' % index)
         mig_mode = _text(gpu, 'mig_mode/current_mig')
         mig_devices = []
         for mig in gpu.findall('mig_devices/mig_device'):
@@ -183,7 +202,7 @@ def parse_query_gpu(text, fields=QUERY_FIELDS):
             continue
         cells = [cell.strip() for cell in line.split(', ')]
         if len(cells) != len(fields):
-            raise DiscoveryError('nvidia-smi --query-gpu line %d has %d fields, expected %d: %r' % (number, len(cells), len(fields), line))
+            raise DiscoveryError('line %d has %d fields, expected %d: %r' % (number, len(cells), len(fields), line))
         rows.append({field: (None if cell in ('[N/A]', 'N/A', '') else cell) for field, cell in zip(fields, cells)})
     return rows
 
@@ -199,7 +218,7 @@ def parse_list_gpus(text):
         elif mig and gpus:
             gpus[-1]['mig_profiles'].append(mig.group(1))
         elif line.strip():
-            raise DiscoveryError('nvidia-smi -L printed a line it does not document: %r' % line)
+            raise DiscoveryError('printed a line nvidia-smi does not document: %r' % line)
     return gpus
 
 
@@ -272,43 +291,80 @@ def find_nvidia_smi(configured, get_bin_path):
     return get_bin_path('nvidia-smi')
 
 
+def runner(module):
+    """The command runner for nvidia-smi: commands.run with NVIDIA_SMI_TIMEOUT."""
+    return commands.runner(module, timeout=NVIDIA_SMI_TIMEOUT)
+
+
 def _run(run, argv, what):
-    """(stdout, None) on success, (None, message) when the command failed."""
+    """(stdout, None, rc) on success, (None, message, rc) when the command failed."""
     try:
         rc, out, err = run(argv)
     except OSError as exc:
-        return None, '%s could not be run: %s' % (what, exc)
+        return None, '%s could not be run: %s' % (what, exc), None
     if rc != 0:
         detail = ' '.join((err or out or '').split()) or 'no output'
-        return None, '%s failed (rc=%d): %s' % (what, rc, detail)
-    return out, None
+        return None, '%s failed (rc=%d): %s' % (what, rc, detail), rc
+    return out, None, rc
 
 
-def query_nvidia_smi(run, binary):
+def _parsed(parse, out, what):
+    try:
+        return parse(out)
+    except DiscoveryError as exc:
+        raise DiscoveryError('%s: %s' % (what, exc))
+
+
+def smi_problem(binary, configured):
+    """What is wrong with the nvidia-smi path `binary` (naming the nvidia_smi option when `configured`), or None."""
+    problem = commands.path_problem(binary) if binary and os.path.isabs(binary) else None
+    return ('nvidia_smi: %s' if configured else '%s') % problem if problem else None
+
+
+def query_nvidia_smi(run, binary, configured=False):
     """Run the three nvidia-smi queries; returns (xml_report, query_rows, listing, errors).
 
-    A query that fails leaves its view None and adds a message to `errors`; malformed
-    output raises DiscoveryError (a broken nvidia-smi must not pass for a missing one).
+    A query that fails leaves its view None and adds a message to `errors`; a path that cannot be run gives one
+    message saying what is wrong with it (naming the nvidia_smi option when `configured`), and a query that ran out
+    of time the others are not tried after. Malformed or empty output raises DiscoveryError naming the command (a
+    broken nvidia-smi must not pass for a missing one).
     """
     if not binary:
         return None, None, None, ['nvidia-smi was not found (searched %s and PATH)' % ', '.join(SEARCH_DIRS)]
+    problem = smi_problem(binary, configured)
+    if problem:
+        return None, None, None, [problem]
+    views = []
     errors = []
-    out, error = _run(run, [binary, '-q', '-x'], '%s -q -x' % binary)
-    xml_report = parse_smi_xml(out) if out is not None else None
-    errors += [error] if error else []
-    out, error = _run(run, [binary] + QUERY_GPU_ARGS, '%s --query-gpu' % binary)
-    query_rows = parse_query_gpu(out) if out is not None else None
-    errors += [error] if error else []
-    out, error = _run(run, [binary, '-L'], '%s -L' % binary)
-    listing = parse_list_gpus(out) if out is not None else None
-    errors += [error] if error else []
-    return xml_report, query_rows, listing, errors
+    timed_out = False
+    for what, args, parse in (('-q -x', ['-q', '-x'], parse_smi_xml), ('--query-gpu', QUERY_GPU_ARGS, parse_query_gpu),
+                              ('-L', ['-L'], parse_list_gpus)):
+        if timed_out:
+            # A hung GPU hangs the next query too: one wait is enough.
+            views.append(None)
+            continue
+        out, error, rc = _run(run, [binary] + args, '%s %s' % (binary, what))
+        timed_out = rc == commands.TIMED_OUT
+        views.append(_parsed(parse, out, '%s %s' % (binary, what)) if out is not None else None)
+        errors += [error] if error else []
+    return views[0], views[1], views[2], errors
 
 
-def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os-release', nvidia_smi=None):
-    """All facts the label rules need, from the roots and nvidia-smi (`nvidia_smi` None: not found)."""
+def disagreement(pci_gpus, gpus, sysfs_root):
+    """What PCI and nvidia-smi disagree on (GPUs nvidia-smi lists that the PCI bus does not show), or None."""
+    known = set(dev['address'] for dev in pci_gpus)
+    unseen = [gpu['address'] or 'GPU %s' % gpu['index'] for gpu in gpus if gpu.get('address') not in known]
+    if not unseen:
+        return None
+    return ('nvidia-smi lists %d GPU(s) that the PCI bus under %s does not show (%s): the PCI view (sysfs_root) and nvidia-smi '
+            'disagree, check that sysfs_root is this node\'s sysfs' % (len(unseen), sysfs_root, ', '.join(unseen)))
+
+
+def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os-release', nvidia_smi=None, configured=False):
+    """All facts the label rules need, from the roots and nvidia-smi (`nvidia_smi` None: not found; `configured`:
+    the path is the nvidia_smi option's)."""
     devices = pci_devices(sysfs_root)
-    xml_report, query_rows, listing, errors = query_nvidia_smi(run, nvidia_smi)
+    xml_report, query_rows, listing, errors = query_nvidia_smi(run, nvidia_smi, configured)
     gpus = merge_views(xml_report, query_rows, listing)
     display = nvidia_display_devices(devices)
     classes = {dev['address']: dev['pci_class'] for dev in display}
@@ -321,6 +377,8 @@ def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os
         gpus=gpus,
         nvidia_smi=nvidia_smi,
         nvidia_smi_errors=errors,
+        nvidia_smi_problem=smi_problem(nvidia_smi, configured),
+        disagreement=disagreement(display, gpus, sysfs_root),
         mig_listing_available=listing is not None,
         driver_version=driver_version,
         cuda_version=(xml_report or {}).get('cuda_version'),

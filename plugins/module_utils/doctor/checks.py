@@ -265,11 +265,14 @@ _RELOAD_DRIVER = ('reboot the node, or, when no process uses the GPU, unload the
 def driver_findings(facts):
     """The driver's state: facts is dict(gpu=gpu_discovery.gather(), proc_driver, modules, secure_boot)."""
     gpu = facts['gpu']
-    if not gpu['pci_gpus']:
+    if not gpu['pci_gpus'] and not gpu['gpus']:
         return [finding('no-gpu', 'info', 'no NVIDIA GPU on the PCI bus: a CPU node, nothing to check for the driver', [],
                         'nothing to do; if a GPU should be there, check that it is seated and enabled in the firmware '
                         '(or passed through to this VM)')]
     found = []
+    if gpu.get('disagreement'):
+        found.append(finding('gpu-not-on-pci', 'warning', 'nvidia-smi lists GPUs the PCI bus does not show', [gpu['disagreement']],
+                             'point sysfs_root at this node\'s sysfs (default /sys); in a container, mount the host\'s /sys'))
     modules = facts.get('modules') or {}
     nouveau = [name for name in driver_state.NOUVEAU_MODULES if name in modules]
     if nouveau:
@@ -279,13 +282,19 @@ def driver_findings(facts):
                              'and updates the initramfs) and reboot the node'))
     loaded = facts.get('proc_driver')
     errors = gpu['nvidia_smi_errors']
-    if gpu['nvidia_smi'] is None:
+    # A missing nvidia-smi, or one the nvidia_smi option points at a path that cannot be run (a driver under
+    # /run/nvidia/driver not installed yet): the message says what is wrong with which path.
+    problem = gpu.get('nvidia_smi_problem')
+    if gpu['nvidia_smi'] is None or problem:
         if loaded:
-            found.append(finding('nvidia-smi-missing', 'warning', 'the NVIDIA kernel module %s is loaded but nvidia-smi is not installed' % loaded['version'],
-                                 errors, 'install the driver\'s user-space tools (nvidia-utils for the same version) or set nvidia_smi'))
+            found.append(finding('nvidia-smi-missing', 'warning', 'the NVIDIA kernel module %s is loaded but %s' % (
+                loaded['version'], problem or 'nvidia-smi is not installed'),
+                errors, 'install the driver\'s user-space tools (nvidia-utils for the same version) or set nvidia_smi'))
         else:
-            found.append(finding('driver-not-loaded', 'error', 'no NVIDIA driver: no nvidia-smi and no NVIDIA kernel module loaded', errors, _INSTALL_DRIVER))
-    elif errors and (len(errors) == 3 or driver_state.MISMATCH in ' '.join(errors)):
+            found.append(finding('driver-not-loaded', 'error', 'no NVIDIA driver: %s and no NVIDIA kernel module loaded' % (problem or 'no nvidia-smi'),
+                                 errors, _INSTALL_DRIVER))
+    # Every query failed (or, after one ran out of time, the others were not tried): nothing answered.
+    elif errors and (not gpu['gpus'] or driver_state.MISMATCH in ' '.join(errors)):
         kind = driver_state.smi_failure(errors, loaded)[0]
         found.append(finding(_SMI_CHECKS[kind], 'error', _SMI_SUMMARIES[kind] % (loaded or {}).get('version'), errors,
                              _RELOAD_DRIVER if kind == 'mismatch' else _INSTALL_DRIVER))

@@ -42,13 +42,15 @@ def gather_driver(module):
     """What doctor_checks.driver_findings() needs."""
     params = module.params
     binary = gpu_discovery.find_nvidia_smi(params['nvidia_smi'], module.get_bin_path)
+    # A sysfs_root that is no sysfs fails the module (DiscoveryError) here, before nvidia-smi runs.
+    pci_gpus = gpu_discovery.nvidia_display_devices(gpu_discovery.pci_devices(params['sysfs_root']))
     try:
-        gpu = gpu_discovery.gather(commands.runner(module),
-                                   params['sysfs_root'], params['procfs_root'], nvidia_smi=binary)
+        gpu = gpu_discovery.gather(gpu_discovery.runner(module), params['sysfs_root'], params['procfs_root'], nvidia_smi=binary,
+                                   configured=bool(params['nvidia_smi']))
     except gpu_discovery.DiscoveryError as exc:
         # nvidia-smi printed something it does not document: report that, keep the PCI view.
-        gpu = dict(pci_gpus=gpu_discovery.nvidia_display_devices(gpu_discovery.pci_devices(params['sysfs_root'])), gpus=[], nvidia_smi=binary,
-                   nvidia_smi_errors=[str(exc)], driver_version=None)
+        gpu = dict(pci_gpus=pci_gpus, gpus=[], nvidia_smi=binary, nvidia_smi_errors=[str(exc)], nvidia_smi_problem=None, driver_version=None,
+                   disagreement=None)
     modules = gpu_discovery.read_text(os.path.join(params['procfs_root'], 'modules'))
     return dict(gpu=gpu, proc_driver=driver_state.proc_driver(params['procfs_root']),
                 modules=driver_state.parse_proc_modules(modules) if modules is not None else None,

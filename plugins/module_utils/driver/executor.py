@@ -41,12 +41,12 @@ def _tail(rc, out, err):
 def query_smi(module, configured):
     """What nvidia-smi says: dict(binary, working, version, gpus, errors)."""
     binary = gpu_discovery.find_nvidia_smi(configured, module.get_bin_path)
-    xml_report, query_rows, listing, errors = gpu_discovery.query_nvidia_smi(
-        commands.runner(module), binary)
+    xml_report, query_rows, listing, errors = gpu_discovery.query_nvidia_smi(gpu_discovery.runner(module), binary, bool(configured))
     merged = gpu_discovery.merge_views(xml_report, query_rows, listing)
     version = (xml_report or {}).get('driver_version') or next(
         (row['driver_version'] for row in query_rows or [] if row.get('driver_version')), None)
-    return dict(binary=binary, working=bool(merged), version=version, gpus=len(merged), errors=errors)
+    return dict(binary=binary, working=bool(merged), version=version, gpus=len(merged), errors=errors,
+                addresses=[gpu['address'] for gpu in merged if gpu.get('address')])
 
 
 def installed_packages(module, manager):
@@ -117,8 +117,12 @@ def gather(module):
     paths = [os.path.join(params['validations_dir'], driver_state.DRIVER_READY),
              os.path.join(params['modprobe_dir'], driver_plan.BLACKLIST_FILE)] + sorted(record.get('files', {}))
     facts['files'] = dict((path, files.read_bytes(path)) for path in paths)
-    if facts['gpus'] or (params['state'] == 'absent' and facts['loaded']):
+    # validated asks nvidia-smi on a node whose PCI bus shows no GPU too: GPUs it lists there mean the two views
+    # disagree (a sysfs_root that is not this node's), which is reported rather than validating "0 GPUs".
+    if facts['gpus'] or params['state'] == 'validated' or (params['state'] == 'absent' and facts['loaded']):
         facts['smi'] = query_smi(module, params['nvidia_smi'])
+    facts['disagreement'] = gpu_discovery.disagreement(gpu_discovery.nvidia_display_devices(devices), [
+        dict(address=address, index=number) for number, address in enumerate(facts['smi'].get('addresses', []))], params['sysfs_root'])
     working = facts['smi']['working']
     # A version asked of a working driver this module installed may mean replacing it.
     installing = params['state'] == 'present' and facts['gpus'] and (not working or bool(params['version'] and record.get('packages')))
@@ -133,6 +137,13 @@ def gather(module):
     if installing and params['persistence_mode']:
         facts['persistenced'] = dict(active=run(module, ['systemctl', 'is-active', '--quiet', driver_plan.PERSISTENCED_UNIT])[0] == 0)
     return facts
+
+
+def check_steps(steps):
+    """Fail (files.FileError) when a file the steps write or remove could not be, before any step runs (in check mode too)."""
+    for step in steps:
+        if step['kind'] in ('write', 'remove', 'record', 'validate'):
+            files.check_writable(step['path'], create_directories=step['kind'] != 'remove')
 
 
 class Executor(object):
@@ -150,9 +161,7 @@ class Executor(object):
 
     def _write_record(self):
         path = self.module.params['record_file']
-        directory = os.path.dirname(path)
-        if directory and not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
+        files.make_directories(files.missing_directories(path))
         files.write_atomic(self.module, path, to_bytes(json.dumps(self.record, indent=2, sort_keys=True) + '\n'), mode=0o600)
 
     def _changed(self, step):
@@ -165,9 +174,7 @@ class Executor(object):
         if step.get('record') and path not in self.record['files']:
             self.record['files'][path] = to_text(before) if before is not None else None
             self._write_record()
-        directory = os.path.dirname(path)
-        if not os.path.isdir(directory):
-            os.makedirs(directory, 0o755)
+        files.make_directories(files.missing_directories(path))
         files.write_atomic(self.module, path, step['data'], mode=0o644)
         self.diff.append(files.diff_entry(path, before, step['data']))
         self._changed(step)

@@ -11,7 +11,8 @@ A step is a dict with `kind`:
   remove    path
   install   argv, packages: the package manager command whose new packages are recorded for state=absent
   persistenced, validate: decided when they run (after the install), shown as the command they run (validate `pending`:
-            a replaced driver's old module is still loaded, only the installed version is read)
+            a replaced driver's old module is still loaded, only the installed version is read; `path`: the driver-ready
+            file it may write)
   record    path: the undo record is written (its content is kept by the executor)
 """
 
@@ -161,7 +162,8 @@ def _present(facts, params, result):
                                   'until the node reboots (or, when no process uses the GPU, the modules are unloaded and loaded '
                                   'again: modprobe -r nvidia_drm nvidia_modeset nvidia_uvm nvidia; modprobe nvidia nvidia_uvm)'
                                   % (have, params['version'], have))
-    steps.append(dict(kind='validate', argv=[smi['binary'] or 'nvidia-smi', '-q', '-x'], pending=pending))
+    steps.append(dict(kind='validate', argv=[smi['binary'] or 'nvidia-smi', '-q', '-x'], pending=pending,
+                      path=os.path.join(params['validations_dir'], driver_state.DRIVER_READY)))
     result['steps'] = steps
     result['packages'] = [spec for step in steps if step['kind'] == 'install' for spec in step['packages']]
     result['driver'] = _driver(facts, 'package', kernel_module_type)
@@ -224,4 +226,6 @@ def plan(facts, params):
     elif facts['gpus']:
         (_validated if params['state'] == 'validated' else _present)(facts, params, result)
     result['deploy_driver_label'] = driver_state.deploy_driver_label(len(facts['gpus']), result['driver']['source'])
+    if facts.get('disagreement'):
+        result['warnings'].append(facts['disagreement'])
     return result

@@ -200,8 +200,17 @@ def blacklist_text():
             + 'options nouveau modeset=0\n')
 
 
+# The record's keys and what each holds (Executor writes all of them).
+RECORD_KEYS = (('manager', 'a package manager name or null', lambda value: value is None or isinstance(value, str)),
+               ('packages', 'a list of package names', lambda value: isinstance(value, list) and all(isinstance(item, str) for item in value)),
+               ('installed', 'a list of package names', lambda value: isinstance(value, list) and all(isinstance(item, str) for item in value)),
+               ('held', 'a list of package names', lambda value: isinstance(value, list) and all(isinstance(item, str) for item in value)),
+               ('files', 'an object of file paths and their former text (or null)', lambda value: isinstance(value, dict) and all(
+                   isinstance(key, str) and (item is None or isinstance(item, str)) for key, item in value.items())))
+
+
 def parse_record(text, path):
-    """The undo record the module keeps on the node; {} when there is none."""
+    """The undo record the module keeps on the node; {} when there is none. A record of another shape raises DriverError."""
     if text is None:
         return {}
     try:
@@ -210,6 +219,10 @@ def parse_record(text, path):
         raise DriverError('%s is not the JSON record nvidia_driver writes (%s); fix or remove it' % (path, exc))
     if not isinstance(record, dict):
         raise DriverError('%s is not the JSON record nvidia_driver writes; fix or remove it' % path)
+    for key, holds, valid in RECORD_KEYS:
+        if key not in record or not valid(record[key]):
+            raise DriverError('%s is not the record nvidia_driver writes: %s must be %s; fix or remove it (removing it forgets what '
+                              'the module installed)' % (path, key, holds))
     return record
 
 

@@ -22,6 +22,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import env_fallback, missing_required_lib
+from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
 try:
@@ -125,6 +126,21 @@ def api_client(module):
 def connect(module):
     """An `Api` on the module's auth options; fails the module with a clear message when it cannot."""
     return Api(api_client(module))
+
+
+def plugin_api(options):
+    """An `Api` for a plugin (inventory, event source) from its auth options, read as a module reads them.
+
+    The names, aliases, types and K8S_AUTH_* fallbacks are AUTH_ARG_SPEC's; an option given as None counts as not
+    given. Raises K8sAuthError for a missing kubernetes library, a bad option or no usable configuration.
+    """
+    if not HAS_KUBERNETES:
+        raise K8sAuthError(missing_required_lib('kubernetes'))
+    given = dict((name, value) for name, value in options.items() if value is not None)
+    result = ArgumentSpecValidator(AUTH_ARG_SPEC).validate(given)
+    if result.error_messages:
+        raise K8sAuthError('; '.join(result.error_messages))
+    return Api(kubernetes.client.ApiClient(client_configuration(result.validated_parameters)))
 
 
 class ApiError(GpuOpsError):

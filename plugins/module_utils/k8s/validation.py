@@ -403,6 +403,20 @@ def report(targets_found, validator_results, capacity_results=(), plugin_results
     return found
 
 
+def failures(results, node_of_host):
+    """What the run fails with, per inventory host: {'hosts': {host: message}, 'outside': message} for the nodes whose
+    validation failed (node_of_host maps each inventory host to its Node); 'outside' names the failed GPU Nodes that no
+    inventory host is (empty when none)."""
+    failed = [item for item in results or [] if item.get('state') == 'failed']
+    hosts = {host: _failure_message([item for item in failed if item['node'] == node]) for host, node in node_of_host.items()}
+    return {'hosts': {host: message for host, message in hosts.items() if message},
+            'outside': _failure_message([item for item in failed if item['node'] not in node_of_host.values()])}
+
+
+def _failure_message(failed):
+    return 'GPU validation failed on ' + '; '.join('%s: %s' % (item['node'], item.get('summary') or '') for item in failed) if failed else ''
+
+
 def capacity_checks(async_results):
     """[{node, resource, passed, message}] from the async_status results of the gpu_resource_capacity jobs.
 

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 from ansible.module_utils.common.text.converters import to_bytes
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands, files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
@@ -46,7 +46,8 @@ def argument_spec():
 def discover(module):
     params = module.params
     binary = gpu_discovery.find_nvidia_smi(params['nvidia_smi'], module.get_bin_path)
-    return gpu_discovery.gather(commands.runner(module), params['sysfs_root'], params['procfs_root'], params['os_release_path'], binary)
+    return gpu_discovery.gather(gpu_discovery.runner(module), params['sysfs_root'], params['procfs_root'], params['os_release_path'], binary,
+                                configured=bool(params['nvidia_smi']))
 
 
 def driver_label(params, facts):
@@ -78,6 +79,8 @@ def sync_features_file(module, path, labels, diff):
     if before == after:
         return False
     diff.append(files.diff_entry(path, before, after))
+    # Check mode fails where the write would (a missing directory, a read-only file).
+    files.check_writable(path)
     if not module.check_mode:
         if after is None:
             files.remove(module, path)
@@ -105,7 +108,7 @@ def run(module, result):
         labels, warnings = nfd_label_rules.compute_labels(
             facts, params['mig_strategy'], params['sharing'], deploy, {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()},
             params['mig_config'])
-        for warning in warnings:
+        for warning in warnings + ([facts['disagreement']] if facts['disagreement'] else []):
             module.warn(warning)
         result.update(labels=labels, discovery=facts)
     if params['features_d'] and params['labels'] is None:

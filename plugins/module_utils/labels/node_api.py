@@ -20,7 +20,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules i
 
 # The Node annotation recording the labels this module set and the value it set each to (a JSON
 # object; a JSON list of keys from earlier releases still reads), so that stale ones and
-# state=absent remove exactly ours, and a value someone changed since is theirs.
+# state=absent remove exactly ours, and a value someone changed since is theirs. Every Node the
+# module labelled carries it, as {} when it set no label there (a node without a GPU whose NFD
+# labels are NFD's): it marks a Node this collection has examined (the k8s_nodes plugins read it).
 OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
 
 
@@ -39,8 +41,8 @@ def owned_labels(annotations):
 
 
 def reconcile(current, owned, desired, state='present'):
-    """Plan the label change: {labels (after), owned (keys, after), owned_values ({key: value}, after), added, updated,
-    removed}; `owned` is owned_labels() of the Node.
+    """Plan the label change: {state, labels (after), owned (keys, after), owned_values ({key: value}, after), added,
+    updated, removed}; `owned` is owned_labels() of the Node.
 
     present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value already on the Node
     (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
@@ -80,6 +82,7 @@ def reconcile(current, owned, desired, state='present'):
             if still_ours(key):
                 after.pop(key, None)
     return dict(
+        state=state,
         labels=after,
         owned=sorted(new_owned),
         owned_values=new_owned,
@@ -89,22 +92,24 @@ def reconcile(current, owned, desired, state='present'):
     )
 
 
-def merge_patch(current_owned, plan, resource_version):
+def merge_patch(annotations, plan, resource_version):
     """The JSON merge patch taking the Node from its current labels/annotation to the plan; None when nothing changes.
 
-    current_owned is owned_labels() of the Node as read.
+    annotations are the Node's as read. With state=present the annotation is kept (also as {}), with absent removed.
     """
     labels = dict((key, plan['labels'].get(key)) for key in plan['added'] + plan['updated'] + plan['removed'])
-    annotations = {}
-    if plan['owned_values'] != current_owned:
-        annotations[OWNED_ANNOTATION] = json.dumps(plan['owned_values'], sort_keys=True, separators=(',', ':')) if plan['owned_values'] else None
-    if not labels and not annotations:
+    recorded = OWNED_ANNOTATION in (annotations or {})
+    keep = plan['state'] == 'present'
+    changes = {}
+    if plan['owned_values'] != owned_labels(annotations) or keep != recorded:
+        changes[OWNED_ANNOTATION] = json.dumps(plan['owned_values'], sort_keys=True, separators=(',', ':')) if keep else None
+    if not labels and not changes:
         return None
     metadata = {'resourceVersion': resource_version}
     if labels:
         metadata['labels'] = labels
-    if annotations:
-        metadata['annotations'] = annotations
+    if changes:
+        metadata['annotations'] = changes
     return {'metadata': metadata}
 
 
@@ -130,13 +135,13 @@ def apply(api, node_name, desired, state='present', check_mode=False):
     def attempt():
         metadata = read_node(api, node_name)['metadata']
         current = dict(metadata.get('labels') or {})
-        owned = owned_labels(metadata.get('annotations'))
-        plan = reconcile(current, owned, desired, state)
-        patch = merge_patch(owned, plan, metadata.get('resourceVersion'))
+        plan = reconcile(current, owned_labels(metadata.get('annotations')), desired, state)
+        patch = merge_patch(metadata.get('annotations'), plan, metadata.get('resourceVersion'))
         if patch is None:
             return (plan, current), None
+        # The answer is not decoded, as in read_node.
         return (plan, current), lambda: api.call('patch', node_ref(node_name), core.patch_node, node_name, patch,
-                                                 _content_type='application/merge-patch+json')
+                                                 _content_type='application/merge-patch+json', _preload_content=False)
 
     (plan, current), changed = api.read_modify_write(attempt, check_mode)
     return plan, current, changed

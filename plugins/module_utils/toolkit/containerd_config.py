@@ -26,14 +26,15 @@ except ImportError:  # the module reports the missing library via missing_requir
     tomlkit = None
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import NVIDIA_NAME_PREFIX
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.toml_doc import (
     add_table, delete, dotted, dumps, fresh, get_table, parse, prune_empty, set_value, sub_table, takes_headers)
 
 DEFAULT_VERSION = 2
+# Config versions containerd knows: 1 and 2 (containerd 1.x), 3 (containerd 2.x, which migrates 1 and 2).
+KNOWN_VERSIONS = (1, 2, 3)
 DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
 FALLBACK_RUNTIMES = ('runc', 'crun')
-# nvidia-ctk never inherits from a runtime whose name starts with this.
-NVIDIA_PREFIX = 'nvidia'
 
 
 def detect_version(doc):
@@ -45,6 +46,9 @@ def detect_version(doc):
     version = doc['version']
     if isinstance(version, bool) or not isinstance(version, int) or version < 1:
         raise runtime_config.error(doc, 'key "version" must be a positive integer, got %r' % (version,))
+    if int(version) not in KNOWN_VERSIONS:
+        raise runtime_config.error(doc, 'config version %d is unknown: containerd reads versions 1, 2 (containerd 1.x) and 3 '
+                                        '(containerd 2.x)' % version)
     return int(version)
 
 
@@ -75,8 +79,19 @@ def default_runtime(doc, version):
     return None if value is None else str(value)
 
 
+def binary_name(doc, version, name):
+    """options.BinaryName of runtime `name` (None when unset: containerd then runs runc); the runtime must exist."""
+    keys = runtimes_keys(version) + (name,)
+    options = sub_table(doc, get_table(doc, keys), keys, 'options')
+    value = options.get('BinaryName') if options is not None else None
+    if value is not None and not isinstance(value, str):
+        raise runtime_config.error(doc, 'key %s.options.BinaryName must be a string' % dotted(keys))
+    return None if value is None else str(value)
+
+
 def is_ours(name, ours):
-    return name in ours or name.startswith(NVIDIA_PREFIX)
+    # nvidia-ctk never inherits from a runtime named like NVIDIA's.
+    return name in ours or name.startswith(NVIDIA_NAME_PREFIX)
 
 
 def inherit_source(docs, version, ours):
@@ -241,6 +256,17 @@ class Dialect(runtime_config.Dialect):
     def has_runtime(self, doc, name):
         return get_table(doc, runtimes_keys(self.version) + (name,)) is not None
 
+    def runtime_binary(self, doc, name):
+        return binary_name(doc, self.version, name)
+
+    def runtime_key(self, name):
+        return dotted(runtimes_keys(self.version) + (name,))
+
+    def check_takeover(self, doc, entries, recorded):
+        # A runtime in any file the new one is looked up with (config.toml beside a drop-in) counts.
+        for source in self.sources or [doc]:
+            super(Dialect, self).check_takeover(source, entries, recorded)
+
     def set_runtime(self, doc, name, binary):
         ensure_runtime(doc, self.version, name, binary, *self._source)
 
@@ -262,26 +288,28 @@ class Dialect(runtime_config.Dialect):
     def prune(self, doc):
         prune_empty(doc, runtimes_keys(self.version))
 
-    def apply_present(self, doc, entries, set_as_default, enable_cdi, ours, stale=()):
+    def apply_present(self, doc, entries, set_as_default, enable_cdi, ours, stale=(), recorded=()):
         source_name, source, source_doc = inherit_source(self.sources or [doc], self.version, ours)
         self._source = (source, source_doc)
         # `version` goes in first so it heads a new file, as nvidia-ctk writes it.
         version_added = ensure_version(doc, self.version)
-        facts = super(Dialect, self).apply_present(doc, entries, set_as_default, enable_cdi, ours, stale)
+        facts = super(Dialect, self).apply_present(doc, entries, set_as_default, enable_cdi, ours, stale, recorded)
         facts.update(inherited_from=source_name, version_added=version_added)
         return facts
 
 
-def apply_present(doc, version, runtimes, set_as_default, enable_cdi, ours, sources=None, stale=()):
+def apply_present(doc, version, runtimes, set_as_default, enable_cdi, ours, sources=None, stale=(), recorded=()):
     """Register `runtimes` [(name, binary)] in `doc`.
 
     `sources` are the documents searched for the runtime to inherit from
     (default: `doc`); `ours` are every runtime name this module manages, so
     none of them is inherited from and a default naming one is unset when
     `set_as_default` is off; `stale` runtimes (managed before, no longer
-    wanted) are removed. Returns the facts needed to undo the change.
+    wanted) are removed; `recorded` are the names the undo record holds (an
+    existing runtime of another name that is no NVIDIA runtime is refused).
+    Returns the facts needed to undo the change.
     """
-    return Dialect(version, sources).apply_present(doc, runtimes, set_as_default, enable_cdi, ours, stale)
+    return Dialect(version, sources).apply_present(doc, runtimes, set_as_default, enable_cdi, ours, stale, recorded)
 
 
 def apply_absent(doc, version, names, previous_default=None, restore_default=False, previous_enable_cdi=None, restore_enable_cdi=False):

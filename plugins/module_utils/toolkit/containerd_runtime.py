@@ -15,25 +15,64 @@ present -> absent restores the original bytes whoever runs the playbook.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_cli
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_config as cc
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_imports
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config as rc
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import all_runtime_names, runtime_entries
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import all_runtime_names, check_options, runtime_entries
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import Plan, state_path
 
 
-def plan(params, current, load_default_config):
+class NodeFiles(object):
+    """What plan() reads from the node besides the files gather() read: containerd's defaults and version, the files
+    the config imports, and which directories exist. Tests hand plan() a stand-in holding a node's files instead."""
+
+    def __init__(self, module):
+        self.module = module
+
+    def default_config(self):
+        """`containerd config default` output, or None when containerd is not installed."""
+        return containerd_cli.default_config(self.module)
+
+    def containerd_major(self):
+        """The installed containerd's major version, or None."""
+        found = containerd_cli.version(self.module)
+        return found[0] if found else None
+
+    def read(self, path):
+        return files.read_bytes(path, rc.MAX_CONFIG_BYTES)
+
+    def listdir(self, directory):
+        try:
+            return os.listdir(directory)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            raise files.FileError('cannot list %s: %s' % (directory, exc.strerror))
+
+    def missing_directories(self, path):
+        return files.missing_directories(path)
+
+
+def plan(params, current, node):
     """Compute the end state.
 
     `current` maps every path involved (config, drop-in, state file) to its
-    bytes or None; `load_default_config` returns `containerd config default`
-    output or None and is only called when the config is missing or empty.
+    bytes or None; `node` (NodeFiles) is asked for `containerd config default`
+    only when the config is missing or empty, for the files the config imports
+    and containerd's version only when it imports any.
     """
+    check_options(params)
     path = params['path']
     drop_in = params.get('drop_in')
+    _check_drop_in(path, drop_in)
     result = Plan(current)
     state = rc.load_state(current.get(state_path(path)), state_path(path))
     if params['state'] == 'present':
-        _plan_present(params, result, state, load_default_config)
+        _plan_present(params, result, state, node)
     else:
         _plan_absent(params, result, state)
     doc = cc.parse(rc.text(result.desired[path], path), path) if result.desired[path] is not None else cc.parse('')
@@ -51,11 +90,23 @@ def plan(params, current, load_default_config):
     return result
 
 
-def _source_doc(params, text, load_default_config):
+def _check_drop_in(path, drop_in):
+    """A drop-in must be a file of its own that containerd can find."""
+    if not drop_in:
+        return
+    if not os.path.isabs(drop_in):
+        raise rc.ConfigError('drop_in: %s is not an absolute path; containerd would look for it relative to %s' % (drop_in, os.path.dirname(path)))
+    same = os.path.normpath(drop_in)
+    if same in (os.path.normpath(os.path.abspath(path)), os.path.normpath(os.path.abspath(state_path(path)))):
+        raise rc.ConfigError('drop_in: %s is %s itself; a drop-in is a file of its own that %s imports' % (
+            drop_in, 'the config' if same == os.path.normpath(os.path.abspath(path)) else 'the undo record of the config', path))
+
+
+def _source_doc(params, text, node):
     """The document runtimes inherit from, and whether it came from containerd itself."""
     if text.strip() or params['config_source'] == 'file':
         return cc.parse(text, params['path']), False
-    default_text = load_default_config()
+    default_text = node.default_config()
     if default_text is None:
         if params['config_source'] == 'command':
             raise rc.ConfigError('config_source=command but containerd is not installed, so `containerd config default` cannot run')
@@ -63,12 +114,12 @@ def _source_doc(params, text, load_default_config):
     return cc.parse(default_text, 'containerd config default'), True
 
 
-def _plan_present(params, result, state, load_default_config):
+def _plan_present(params, result, state, node):
     path, drop_in = params['path'], params.get('drop_in')
     entries = runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants'])
     names = [name for name, _binary in entries]
     file_text = rc.text(result.current[path], path)
-    source, from_command = _source_doc(params, file_text, load_default_config)
+    source, from_command = _source_doc(params, file_text, node)
     version = cc.detect_version(source)
     file_doc = cc.parse(file_text, path) if drop_in else source
     if drop_in:
@@ -88,19 +139,24 @@ def _plan_present(params, result, state, load_default_config):
     if drop_in:
         cc.ensure_version(target, version)
         if version == 2:
-            cc.copy_cri_section(source, target, version)
+            # containerd 1.x keeps only the last CRI table it loads: the drop-in carries on the one it would use without it.
+            cc.copy_cri_section(_cri_base(params, file_doc, target, source, version, result, node), target, version)
         facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours,
-                                 sources=[target, source], stale=stale)
+                                 sources=[target, source], stale=stale, recorded=previous_names)
         import_added, version_added = cc.add_import(file_doc, drop_in, version)
         result.desired[drop_in] = rc.to_bytes(cc.dumps(target))
+        # As nvidia-ctk's --drop-in-config does, a missing directory is created (and recorded, so absent removes it).
+        result.create_directories = node.missing_directories(drop_in) if result.current.get(drop_in) is None else []
     else:
-        facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours, stale=stale)
+        facts = cc.apply_present(target, version, entries, params['set_as_default'], params['enable_cdi'], ours, stale=stale,
+                                 recorded=previous_names)
         import_added = False
         version_added = facts['version_added']
     if from_command and not drop_in:
         result.desired[path] = rc.to_bytes(cc.dumps(target))
     else:
         result.desired[path] = rc.to_bytes(cc.dumps(file_doc))
+    _check_takes_effect(params, result, target if from_command and not drop_in else file_doc, version, entries, node)
 
     new_state = _next_state(params, state, result, facts, names, import_added, version_added)
     result.desired[state_path(path)] = rc.dump_state(new_state) if new_state else result.current.get(state_path(path))
@@ -109,6 +165,49 @@ def _plan_present(params, result, state, load_default_config):
         previous_default_runtime=new_state['previous_default'] if new_state else facts['previous_default'],
         inherited_from=facts['inherited_from'],
     )
+
+
+def _reader(result, node):
+    """(read_doc, listdir) of the node's files as they will be after this run: a file the plan writes or removes as
+    planned, any other as it is on the node."""
+    def read_doc(name):
+        data = result.desired[name] if name in result.desired else node.read(name)
+        return None if data is None else cc.parse(rc.text(data, name), name)
+
+    def listdir(directory):
+        planned = dict((os.path.basename(name), data) for name, data in result.desired.items() if os.path.dirname(name) == directory)
+        return sorted(set(node.listdir(directory) + [name for name, data in planned.items() if data is not None])
+                      - set(name for name, data in planned.items() if data is None))
+    return read_doc, listdir
+
+
+def _cri_base(params, file_doc, target, source, version, result, node):
+    """The document whose CRI table a new version 2 drop-in starts from: the last file containerd loads before the
+    drop-in that has one (an import of the config, such as a conf.d file), else the config (or containerd's defaults)."""
+    drop_in = params['drop_in']
+    if not cc.imports_list(file_doc):
+        return source
+    with_import = cc.parse(cc.dumps(file_doc), params['path'])
+    cc.add_import(with_import, drop_in, version)
+    read_doc, listdir = _reader(result, node)
+    order, _missing = containerd_imports.load_order(params['path'], with_import, lambda name: target if name == drop_in else read_doc(name),
+                                                    lambda directory: sorted(set(listdir(directory) + (
+                                                        [os.path.basename(drop_in)] if directory == os.path.dirname(drop_in) else []))))
+    base = containerd_imports.base_before(order, drop_in, version)
+    return source if base is None or base is with_import else base
+
+
+def _check_takes_effect(params, result, top, version, entries, node):
+    """Fail, before anything is written, when a file the config imports would override what this run registers."""
+    if not cc.imports_list(top):
+        return
+    order, missing = containerd_imports.load_order(params['path'], top, *_reader(result, node))
+    rules = containerd_imports.rules_for(version, None if version >= 3 else node.containerd_major())
+    ours = os.path.normpath(os.path.abspath(params.get('drop_in') or params['path']))
+    found = containerd_imports.problems(order, missing, version, rules, entries, params['set_as_default'], ours)
+    if found:
+        raise rc.ConfigError('the NVIDIA runtime would not take effect: %s. Nothing was written: remove or change that setting, '
+                             'or register the runtime in a drop_in that containerd loads after it' % '; '.join(found))
 
 
 def _next_state(params, state, result, facts, names, import_added, version_added):
@@ -120,6 +219,8 @@ def _next_state(params, state, result, facts, names, import_added, version_added
     if state is None:
         return None
     state['drop_in'] = drop_in
+    state['created_directories'] = state.get('created_directories', []) + [
+        directory for directory in result.create_directories if directory not in state.get('created_directories', [])]
     state['enable_cdi_set'] = state['enable_cdi_set'] or (params['enable_cdi'] and facts['previous_enable_cdi'] is not True)
     state['import_added'] = state['import_added'] or import_added
     state['version_added'] = state['version_added'] or version_added
@@ -133,6 +234,9 @@ def _plan_absent(params, result, state):
         names = state['runtimes']
         previous_default = state['previous_default']
         rc.restore_files(result, state, lambda name: _undo_structurally(params, result, name, state))
+        # Innermost first, each only when empty (files someone put there since keep it), and only the drop-in's own.
+        result.remove_directories = [directory for directory in reversed(state.get('created_directories', []))
+                                     if state['drop_in'] and state['drop_in'].startswith(directory.rstrip('/') + '/')]
     else:
         # No record: undo what can be recognised as ours, as nvidia-ctk does.
         names = all_runtime_names(params['runtime_name'])

@@ -51,6 +51,13 @@ class CrioDialect(Dialect):
     def has_runtime(self, doc, name):
         return toml.get_table(doc, RUNTIMES_KEYS + (name,)) is not None
 
+    def runtime_binary(self, doc, name):
+        value = toml.get_table(doc, RUNTIMES_KEYS + (name,)).get('runtime_path')
+        return str(value) if isinstance(value, str) else None
+
+    def runtime_key(self, name):
+        return toml.dotted(RUNTIMES_KEYS + (name,))
+
     def set_runtime(self, doc, name, binary):
         runtime = toml.get_table(doc, RUNTIMES_KEYS + (name,))
         new = runtime is None

@@ -17,7 +17,7 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import ConfigError, Dialect, error, labelled
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import ConfigError, Dialect, error, labelled, line_ends_like
 
 DEFAULT_KEY = 'default-runtime'
 # nvidia-ctk and `dockerd` documentation both indent daemon.json by 4 spaces.
@@ -89,11 +89,21 @@ class DockerDialect(Dialect):
             return original
         if not doc and not original.strip():
             return original
-        return json.dumps(doc, indent=detect_indent(original), ensure_ascii=False) + '\n'
+        return line_ends_like(original, json.dumps(doc, indent=detect_indent(original), ensure_ascii=False) + '\n')
 
     def has_runtime(self, doc, name):
         runtimes = _object(doc, 'runtimes')
         return runtimes is not None and name in runtimes
+
+    def runtime_binary(self, doc, name):
+        entry = _object(doc, 'runtimes')[name]
+        if not isinstance(entry, dict):
+            raise error(doc, 'key runtimes.%s must be a JSON object, found %s' % (name, _json_type(entry)))
+        value = entry.get('path')
+        return value if isinstance(value, str) else None
+
+    def runtime_key(self, name):
+        return 'runtimes.%s' % name
 
     def set_runtime(self, doc, name, binary):
         runtimes = _object(doc, 'runtimes', create=True)

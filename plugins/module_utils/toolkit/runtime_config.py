@@ -23,10 +23,13 @@ __metaclass__ = type
 
 import json
 import os
+import re
+import stat
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import all_runtime_names, runtime_entries
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import (
+    all_runtime_names, check_options, is_nvidia_runtime, runtime_entries)
 
 STATE_SUFFIX = '.gpuops-nvidia-runtime.json'
 STATE_FORMAT = 1
@@ -82,6 +85,16 @@ def to_bytes(value):
     return value.encode('utf-8')
 
 
+def crlf(text):
+    """True when every line of `text` ends with CRLF (a file written on Windows)."""
+    return '\r\n' in text and text.count('\n') == text.count('\r\n')
+
+
+def line_ends_like(original, text):
+    """`text` with CRLF line ends when `original` has only those, so lines we add do not mix LF into the file."""
+    return re.sub(r'(?<!\r)\n', '\r\n', text) if crlf(original) else text
+
+
 # --- the undo record ---------------------------------------------------------
 
 # The undo record's keys and the types of their values (previous_enable_cdi is
@@ -89,6 +102,8 @@ def to_bytes(value):
 STATE_KEYS = {'path': str, 'runtimes': list, 'files': dict, 'previous_default': (str, type(None)),
               'previous_enable_cdi': object, 'enable_cdi_set': bool}
 CONTAINERD_STATE_KEYS = {'drop_in': (str, type(None)), 'import_added': bool, 'version_added': bool}
+# Keys a record may lack (written by an earlier release), with their types.
+OPTIONAL_STATE_KEYS = {'created_directories': list}
 FILE_RECORD_KEYS = {'existed': bool, 'original': (str, type(None)), 'written_sha256': str}
 
 
@@ -108,8 +123,11 @@ def _state_problem(state):
         problem = _key_problem(state, CONTAINERD_STATE_KEYS, '')
     if problem is not None:
         return problem
-    if not all(isinstance(name, str) for name in state['runtimes']):
-        return 'key runtimes must list names'
+    for key, types in sorted(OPTIONAL_STATE_KEYS.items()):
+        if key in state and not isinstance(state[key], types):
+            return 'key %s has the wrong type' % key
+    if not all(isinstance(name, str) for name in state['runtimes'] + state.get('created_directories', [])):
+        return 'keys runtimes and created_directories must list names'
     for name, record in sorted(state['files'].items()):
         if not isinstance(record, dict):
             return 'key files.%s must be an object' % name
@@ -217,18 +235,28 @@ def restore_files(result, state, undo):
 
 
 class Plan(object):
-    """Desired bytes per file (None: remove), plus the values the module returns."""
+    """Desired bytes per file (None: remove), the directories to create or remove, and the values the module returns."""
 
     def __init__(self, current):
         self.current = current
         self.desired = dict(current)
         self.result = {}
+        # Created before any file is written (outermost first); removed, when empty, after every file.
+        self.create_directories = []
+        self.remove_directories = []
 
     def changes(self):
         return [name for name in sorted(self.desired) if self.desired[name] != self.current.get(name)]
 
+    def desired_in_new_directories(self):
+        """The files to write in a directory this plan creates."""
+        new = set(self.create_directories)
+        return [name for name in self.changes() if self.desired[name] is not None and os.path.dirname(os.path.abspath(name)) in new]
+
     def actions(self):
-        return ['%s %s' % ('remove' if self.desired[name] is None else 'write', name) for name in self.changes()]
+        return (['create directory %s' % directory for directory in self.create_directories]
+                + ['%s %s' % ('remove' if self.desired[name] is None else 'write', name) for name in self.changes()]
+                + ['remove directory %s' % directory for directory in self.remove_directories])
 
 
 # --- present/absent rules over a config format --------------------------------
@@ -260,6 +288,28 @@ class Dialect(object):
     def has_runtime(self, doc, name):
         raise NotImplementedError
 
+    def runtime_binary(self, doc, name):
+        """The program runtime `name` runs (None: the runtime's built-in default); only asked of a runtime that exists."""
+        raise NotImplementedError
+
+    def runtime_key(self, name):
+        """Where runtime `name` is written, for messages."""
+        raise NotImplementedError
+
+    def check_takeover(self, doc, entries, recorded):
+        """Refuse to take over a runtime of `entries` that exists in `doc` and is neither ours nor an NVIDIA runtime.
+
+        Ours: named in the undo record (`recorded`), or already running the binary we would set.
+        """
+        for name, binary in entries:
+            if name in recorded or not self.has_runtime(doc, name):
+                continue
+            current = self.runtime_binary(doc, name)
+            if current != binary and not is_nvidia_runtime(name, current):
+                raise error(doc, '%s is a runtime of its own (%s), not the NVIDIA runtime, and this module did not register it: '
+                                 'it is not taken over; choose another runtime_name' % (
+                                     self.runtime_key(name), 'it runs %s' % current if current else 'the default program'))
+
     def set_runtime(self, doc, name, binary):
         raise NotImplementedError
 
@@ -283,13 +333,15 @@ class Dialect(object):
     def prune(self, doc):
         """Drop containers present created and absent emptied."""
 
-    def apply_present(self, doc, entries, set_as_default, enable_cdi, ours, stale=()):
+    def apply_present(self, doc, entries, set_as_default, enable_cdi, ours, stale=(), recorded=()):
         """Register `entries` [(name, binary)]; return the facts needed to undo it.
 
         `ours` are every runtime name the module manages: a default naming one
         is unset when `set_as_default` is off; `stale` runtimes (managed before,
-        no longer wanted) are removed.
+        no longer wanted) are removed; `recorded` are the names the undo record
+        holds (see check_takeover).
         """
+        self.check_takeover(doc, entries, recorded)
         facts = {'previous_default': self.get_default(doc), 'previous_enable_cdi': self.get_cdi(doc)}
         for name in stale:
             self.remove_runtime(doc, name)
@@ -328,6 +380,7 @@ def plan_file(params, current, path, state_file, dialect):
 
     `current` maps `path` and `state_file` to their bytes or None.
     """
+    check_options(params)
     result = Plan(current)
     state = load_state(current.get(state_file), state_file)
     original = text(current.get(path), path)
@@ -348,7 +401,7 @@ def _plan_file_present(params, result, state, path, state_file, original, dialec
     state = usable_state(state, current, path, lambda recorded: any(dialect.has_runtime(doc, name) for name in recorded))
     previous = state['runtimes'] if state else []
     facts = dialect.apply_present(doc, entries, params['set_as_default'], params.get('enable_cdi', False),
-                                  set(names) | set(previous), stale=[name for name in previous if name not in names])
+                                  set(names) | set(previous), stale=[name for name in previous if name not in names], recorded=previous)
     result.desired[path] = dialect.rendered(doc, original)
     new_state = next_state(state, path, dict(facts, enable_cdi_set=False), names, [path], current, result.desired)
     if new_state is not None:
@@ -457,24 +510,69 @@ def execute(module, plan, path, state_file):
 def _execute(module, plan, path, state_file):
     changes = plan.changes()
     out = dict(plan.result)
-    out.update(changed=bool(changes), actions=plan.actions(), backup_file=None)
+    out.update(changed=bool(changes or plan.create_directories or plan.remove_directories), actions=plan.actions(), backup_file=None)
     if module._diff:
         out['diff'] = [files.diff_entry(name, plan.current.get(name), plan.desired[name]) for name in changes if name != state_file]
-    if module.check_mode or not changes:
+    if not out['changed']:
+        return out
+    # What the run would refuse, check mode refuses too; and no file is written when another one cannot be.
+    for name in changes:
+        files.check_writable(name, create_directories=name in plan.desired_in_new_directories())
+    if module.check_mode:
         return out
     _check_unchanged(plan)
     temp_dir = os.path.dirname(os.path.abspath(state_file))
     for name in changes:
         for stale in files.stale_temp_files(name, temp_dir):
             files.remove(module, stale)
-    for name in _write_order(plan, path, state_file):
-        data = plan.desired[name]
-        is_state = name == state_file
-        backup = module.params.get('backup', False) and not is_state
-        if data is None:
-            backup_file = files.remove(module, name, backup=backup)
-        else:
-            backup_file = files.write_atomic(module, name, data, backup=backup, mode=STATE_MODE if is_state else None, temp_dir=temp_dir)
-        if name == path and backup_file:
-            out['backup_file'] = backup_file
+    order = _write_order(plan, path, state_file)
+    # A file removed and then put back by _roll_back gets its mode again.
+    modes = dict((name, stat.S_IMODE(os.stat(name).st_mode)) for name in order if plan.current.get(name) is not None)
+    try:
+        files.make_directories(plan.create_directories)
+        for name in order:
+            data = plan.desired[name]
+            is_state = name == state_file
+            backup = module.params.get('backup', False) and not is_state
+            if data is None:
+                backup_file = files.remove(module, name, backup=backup)
+            else:
+                backup_file = files.write_atomic(module, name, data, backup=backup, mode=STATE_MODE if is_state else None, temp_dir=temp_dir)
+            if name == path and backup_file:
+                out['backup_file'] = backup_file
+        for directory in plan.remove_directories:
+            files.remove_empty_directory(directory)
+    except files.FileError as exc:
+        raise files.FileError('%s; %s' % (exc, _roll_back(module, plan, order, modes, temp_dir)))
     return out
+
+
+def _roll_back(module, plan, order, modes, temp_dir):
+    """Give every file this run changed (the undo record first among them) its old bytes back; says how that went.
+
+    A run that fails half way must leave the node as it found it: no record of a change that did not happen. A file
+    counts as changed when it is no longer as gather() read it, also when the step that changed it failed after its
+    rename (a directory fsync).
+    """
+    problems = []
+    restored = []
+    for name in reversed(order):
+        before = plan.current.get(name)
+        try:
+            if files.read_bytes(name, MAX_CONFIG_BYTES) == before:
+                continue
+            if before is None:
+                files.remove(module, name)
+            else:
+                files.write_atomic(module, name, before, mode=modes.get(name), temp_dir=temp_dir)
+            restored.append(name)
+        except files.FileError as exc:
+            problems.append(str(exc))
+    for directory in reversed(plan.create_directories):
+        try:
+            files.remove_empty_directory(directory)
+        except files.FileError as exc:
+            problems.append(str(exc))
+    if problems:
+        return 'undoing what this run wrote failed too: %s' % '; '.join(problems)
+    return 'nothing was changed' if not restored else 'what this run wrote was undone (%s)' % ', '.join(reversed(restored))

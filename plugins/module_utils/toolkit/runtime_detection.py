@@ -58,9 +58,12 @@ def installed(service):
 
 
 def pick_runtime(socket, services):
-    """The runtime the kubelet names, else the first installed runtime service, else None."""
-    if socket in SOCKETS:
-        return SOCKETS[socket]
+    """The runtime the kubelet names, else (no kubelet configuration yet) the first installed runtime service, else None.
+
+    A socket of another runtime (podman.sock) is None too: the installed containerd is then not the kubelet's runtime.
+    """
+    if socket is not None:
+        return SOCKETS.get(socket)
     for runtime in UNITS:
         if installed(services.get(runtime)):
             return runtime

@@ -8,7 +8,26 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import os
+import re
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+
 VARIANTS = ('cdi', 'legacy')
+# A RuntimeClass handler must be a DNS-1123 label (Kubernetes validation of RuntimeClass.handler); containerd,
+# CRI-O and Docker take the runtime name from it, so a name that is not one can never be used by a Pod.
+DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
+DNS_LABEL_MAX = 63
+# The runtimes containerd, CRI-O and Docker ship as their own: a name of theirs would be taken over, not added.
+RESERVED_NAMES = ('runc', 'crun')
+# The NVIDIA container runtime and its .cdi and .legacy variants (nvidia-ctk writes these names).
+NVIDIA_BINARY_PREFIX = 'nvidia-container-runtime'
+# nvidia-ctk counts every runtime whose name starts with this as an NVIDIA runtime.
+NVIDIA_NAME_PREFIX = 'nvidia'
+
+
+class OptionError(GpuOpsError):
+    """An option value the runtime modules refuse before reading any file."""
 
 
 def common_argument_spec(enable_cdi=True, backup=True):
@@ -28,6 +47,26 @@ def common_argument_spec(enable_cdi=True, backup=True):
     if backup:
         spec['backup'] = dict(type='bool', default=False)
     return spec
+
+
+def check_options(params):
+    """Refuse runtime names no runtime could use or that belong to another runtime, and a relative runtime_binary."""
+    for name, _binary in runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants']):
+        if not DNS_LABEL.match(name) or len(name) > DNS_LABEL_MAX:
+            raise OptionError('runtime_name: %r is not a valid runtime name: a RuntimeClass handler must be a DNS-1123 label '
+                              '(lower case letters, digits and "-", starting and ending with a letter or digit, at most %d '
+                              'characters%s)' % (name, DNS_LABEL_MAX, ', variants included' if name != params['runtime_name'] else ''))
+    if params['runtime_name'] in RESERVED_NAMES:
+        raise OptionError('runtime_name: %s is the name of a runtime the container runtime ships (%s); give the NVIDIA runtime '
+                          'a name of its own, such as nvidia' % (params['runtime_name'], ', '.join(RESERVED_NAMES)))
+    if not os.path.isabs(params['runtime_binary']):
+        raise OptionError('runtime_binary: %s is not an absolute path; the container runtime would look for it relative to '
+                          'its own working directory' % params['runtime_binary'])
+
+
+def is_nvidia_runtime(name, binary):
+    """True for a runtime named like NVIDIA's (as nvidia-ctk judges it) or running the NVIDIA container runtime."""
+    return name.startswith(NVIDIA_NAME_PREFIX) or (bool(binary) and os.path.basename(binary).startswith(NVIDIA_BINARY_PREFIX))
 
 
 def runtime_entries(runtime_name, runtime_binary, variants):

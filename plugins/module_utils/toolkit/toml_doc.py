@@ -30,6 +30,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtim
 INDENTED_HEADER = re.compile(r'^[ \t]+\[', re.MULTILINE)
 # Where a document parsed from text without a final newline keeps that text (see parse and dumps).
 UNTERMINATED_ATTR = '_gpuops_unterminated'
+# Set on a document parsed from text whose lines all end with CRLF: dumps() ends added lines the same way.
+CRLF_ATTR = '_gpuops_crlf'
 
 
 def parse(text, label='config'):
@@ -55,6 +57,8 @@ def parse(text, label='config'):
     _repair_indents(doc, terminated)
     if terminated != text:
         setattr(doc, UNTERMINATED_ATTR, text)
+    if runtime_config.crlf(terminated):
+        setattr(doc, CRLF_ATTR, True)
     return runtime_config.labelled(doc, label)
 
 
@@ -93,7 +97,7 @@ def dumps(doc):
     original = getattr(doc, UNTERMINATED_ATTR, None)
     if original is not None and text.startswith(original) and not text[len(original):].strip():
         return original
-    return text
+    return runtime_config.line_ends_like('\r\n' if getattr(doc, CRLF_ATTR, False) else '', text)
 
 
 def dotted(keys):

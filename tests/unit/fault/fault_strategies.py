@@ -37,8 +37,9 @@ TEXTS = ['', 'plain', 'caf\u00e9 \u6f22\u5b57 \U0001f680', 'a "quoted" \\ word',
 NEWLINES = ['\n', '\r\n']
 INDENTS = ['', '  ', '\t']
 
-# Module options; names and binaries include ones that need quoting.
-RUNTIME_PARAM_NAMES = ['nvidia', 'gpu', 'nv.idia', 'nv\u00eddia']
+# Module options; binaries include ones that need quoting. Runtime names are DNS-1123 labels (the module refuses
+# others), which TOML never needs to quote; 'gpu' may be a runtime of the config's own, which the module refuses to take over.
+RUNTIME_PARAM_NAMES = ['nvidia', 'gpu', 'nvidia-2', '0gpu']
 BINARIES = ['/usr/bin/nvidia-container-runtime', "/opt/my bin/nvidia'rt", '/usr/local/nvidia/toolkit/nvidia-container-runtime\u00e9']
 VARIANT_SETS = [[], [], [], [], ['cdi'], ['legacy'], ['legacy', 'cdi']]
 # How often each layout of the CRI table (see _cri_lines) and of a runtime's options (see _runtime_lines) comes up.

@@ -34,11 +34,13 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config as rc
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.crio_config import CrioDialect, state_path
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.docker_config import DockerDialect
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import runtime_entries
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import is_nvidia_runtime, runtime_entries
 from tests.unit.fault.fault_strategies import CRI, containerd_cases, crio_cases, docker_cases
 from tests.unit.fault.fault_support import COUNTS, FUZZ_EXAMPLES, FUZZ_HALF, count
+from tests.unit.plugins.module_utils.toolkit.containerd_node import MemoryNode
 
 CONTAINERD = '/etc/containerd/config.toml'
+IMPORTED = '/etc/containerd/extra.toml'
 CONTAINERD_STATE = cr.state_path(CONTAINERD)
 DOCKER = '/etc/docker/daemon.json'
 DOCKER_STATE = DOCKER + rc.STATE_SUFFIX
@@ -57,6 +59,15 @@ def _entries(opts):
 
 def _absent(opts):
     return dict(opts, state='absent')
+
+
+def _taken_over(test, existing, opts):
+    """True when a runtime of `opts` is one of `existing`'s ({name: binary or None}) own, which the module refuses to take over."""
+    refused = any(name in existing and existing[name] != binary and not is_nvidia_runtime(name, existing[name])
+                  for name, binary in _entries(opts))
+    if refused:
+        count(test, 'refused: a runtime of its own by that name')
+    return refused
 
 
 def _already_configured(test, runtimes_after_absent, opts):
@@ -121,7 +132,8 @@ def containerd_model(before, version, opts):
 def _containerd_plan(opts, files):
     params = dict(opts, path=CONTAINERD, config_source='file', backup=False)
     params.setdefault('state', 'present')
-    return cr.plan(params, files, lambda: None)
+    # The file the generated configs may import exists (empty): a missing import stops containerd (test_containerd_imports.py).
+    return cr.plan(params, files, MemoryNode(dict(files, **{IMPORTED: b''})))
 
 
 def check_containerd(case):
@@ -135,6 +147,12 @@ def check_containerd(case):
     count(test, 'examples')
     count(test, 'version %d' % version)
     count(test, 'with drop-in' if drop_in else 'in place')
+    existing = dict((name, (runtime.get('options') or {}).get('BinaryName'))
+                    for name, runtime in _cri(before, version).get('containerd', {}).get('runtimes', {}).items())
+    if _taken_over(test, existing, opts):
+        with pytest.raises(rc.ConfigError, match='is a runtime of its own'):
+            _containerd_plan(opts, current)
+        return
 
     plan = _containerd_plan(opts, current)
     files = dict(plan.desired)
@@ -191,6 +209,11 @@ def check_crio(case):
     before = tomllib.loads(original.decode('utf-8')) if original is not None else {}
     count(test, 'examples')
     count(test, 'new drop-in' if original is None else 'existing drop-in')
+    existing = dict((name, runtime.get('runtime_path')) for name, runtime in before.get('crio', {}).get('runtime', {}).get('runtimes', {}).items())
+    if _taken_over(test, existing, opts):
+        with pytest.raises(rc.ConfigError, match='is a runtime of its own'):
+            _file_plan(opts, {CRIO: original, CRIO_STATE: None}, CRIO, CRIO_STATE, CrioDialect())
+        return
 
     plan = _file_plan(opts, {CRIO: original, CRIO_STATE: None}, CRIO, CRIO_STATE, CrioDialect())
     files = dict(plan.desired)
@@ -231,6 +254,11 @@ def check_docker(case):
     original, opts = case
     before = json.loads(original) if original and original.strip() else {}
     count(test, 'examples')
+    existing = dict((name, runtime.get('path') if isinstance(runtime, dict) else None) for name, runtime in before.get('runtimes', {}).items())
+    if _taken_over(test, existing, opts):
+        with pytest.raises(rc.ConfigError, match='is a runtime of its own'):
+            _file_plan(opts, {DOCKER: original, DOCKER_STATE: None}, DOCKER, DOCKER_STATE, DockerDialect())
+        return
 
     plan = _file_plan(opts, {DOCKER: original, DOCKER_STATE: None}, DOCKER, DOCKER_STATE, DockerDialect())
     files = dict(plan.desired)

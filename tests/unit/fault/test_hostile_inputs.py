@@ -116,9 +116,9 @@ for module_name, cases in BAD_CONTENT.items():
     ]
 
 
-def run(capsys, module, path, **args):
+def run(capsys, module, path, failed=False, **args):
     args = dict(module.args, path=str(path), **args)
-    return run_module(capsys, module.main, args)
+    return run_module(capsys, module.main, args, failed=failed)
 
 
 def assert_clean_failure(result, names, problem):
@@ -136,7 +136,7 @@ def test_bad_content_fails_and_leaves_everything_as_it_was(capsys, tmp_path, mod
     path = module.path(tmp_path)
     path.write_bytes(content)
     before = snapshot(tmp_path)
-    result = run(capsys, module, path)
+    result = run(capsys, module, path, failed=True)
     assert_clean_failure(result, [path], problem)
     assert snapshot(tmp_path) == before
     count('hostile inputs %s' % module.name, 'cases')
@@ -198,7 +198,7 @@ def test_bad_file_fails_and_leaves_everything_as_it_was(capsys, tmp_path, module
     path = module.path(tmp_path)
     setup(path, module)
     before = snapshot(tmp_path)
-    result = run(capsys, module, path, state=state)
+    result = run(capsys, module, path, state=state, failed=True)
     assert_clean_failure(result, [path] if named == 'path' else [module.state_of(str(path))], problem)
     assert snapshot(tmp_path) == before
     count('hostile inputs %s' % module.name, 'cases')
@@ -247,7 +247,7 @@ def test_file_system_fault_fails_and_leaves_everything_as_it_was(capsys, tmp_pat
     path.write_bytes(module.good)
     before = snapshot(tmp_path)
     inject(monkeypatch, path)
-    result = run(capsys, module, path)
+    result = run(capsys, module, path, failed=True)
     monkeypatch.undo()
     assert_clean_failure(result, [path, module.state_of(str(path))], problem)
     assert snapshot(tmp_path) == before
@@ -277,7 +277,7 @@ def test_file_changed_by_someone_else_mid_run(capsys, tmp_path, monkeypatch, mod
         meddled.append(snapshot(tmp_path))
         return current
     monkeypatch.setattr(runtime_config, 'gather', gather_then_meddle)
-    result = run(capsys, module, path)
+    result = run(capsys, module, path, failed=True)
     assert_clean_failure(result, [path], 'changed while this run was planning; nothing was written')
     assert snapshot(tmp_path) == meddled[0]
     count('hostile inputs %s' % module.name, 'cases')
@@ -293,7 +293,7 @@ def test_lock_held_by_another_run(capsys, tmp_path, monkeypatch, module_name):
     holder = os.open(str(path.parent), os.O_RDONLY)
     try:
         fcntl.flock(holder, fcntl.LOCK_EX)
-        result = run(capsys, module, path)
+        result = run(capsys, module, path, failed=True)
     finally:
         os.close(holder)
     assert_clean_failure(result, [path.parent], 'another run still holds it after 0.3 seconds')

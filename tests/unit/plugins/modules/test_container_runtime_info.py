@@ -23,9 +23,9 @@ def commands(node, systemctl=SYSTEMCTL_SID, dpkg=DPKG_INSTALLED, dpkg_rc=1):
         script(node / 'bin', name, 'echo "%s $* LC_ALL=$LC_ALL" >> %s\n/bin/cat %s\nexit %d\n' % (name, node / 'calls.log', node / (name + '.out'), rc))
 
 
-def run(capsys, node, **args):
+def run(capsys, node, failed=False, **args):
     args.setdefault('kubelet_files', [str(node / 'config.yaml'), str(node / 'kubeadm-flags.env')])
-    return run_module(capsys, container_runtime_info.main, args)
+    return run_module(capsys, container_runtime_info.main, args, failed=failed)
 
 
 def test_no_kubelet_config_picks_the_installed_service(capsys, node):
@@ -72,7 +72,7 @@ def test_no_runtime_at_all(capsys, node):
 
 def test_systemctl_failing_fails_the_module(capsys, node):
     script(node / 'bin', 'systemctl', 'echo "Failed to connect to bus: Host is down" >&2\nexit 1\n')
-    result = run(capsys, node)
+    result = run(capsys, node, failed=True)
     assert result['failed'] is True
     assert 'Failed to connect to bus' in result['msg']
 

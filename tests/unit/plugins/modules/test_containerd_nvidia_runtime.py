@@ -20,9 +20,9 @@ from tests.module_runner import run_module
 FIXTURE = os.path.join(os.path.dirname(__file__), '..', '..', 'fixtures', 'containerd', 'default-1.7.24.toml')
 
 
-def run(capsys, **args):
+def run(capsys, failed=False, **args):
     args.setdefault('config_source', 'file')
-    return run_module(capsys, containerd_nvidia_runtime.main, args)
+    return run_module(capsys, containerd_nvidia_runtime.main, args, failed=failed)
 
 
 @pytest.fixture
@@ -120,7 +120,7 @@ def test_bad_input_fails_and_leaves_file_untouched(capsys, tmp_path, setup, mess
     path = tmp_path / 'config.toml'
     setup(path)
     before = snapshot(tmp_path) if not path.is_dir() else None
-    result = run(capsys, path=str(path))
+    result = run(capsys, path=str(path), failed=True)
     assert result['failed'] is True and message in result['msg']
     if before is not None:
         assert snapshot(tmp_path) == before
@@ -132,7 +132,7 @@ def test_unwritable_directory_fails_cleanly(capsys, tmp_path, monkeypatch):
     real_access = os.access
     # Simulates a read-only mount: os.access is what reports EROFS for root too.
     monkeypatch.setattr(os, 'access', lambda p, mode: False if mode & os.W_OK else real_access(p, mode))
-    result = run(capsys, path=str(path))
+    result = run(capsys, path=str(path), failed=True)
     assert result['failed'] is True and 'read-only' in result['msg']
     assert path.read_text() == 'version = 2\n'
 

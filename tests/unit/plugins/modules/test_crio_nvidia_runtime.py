@@ -17,8 +17,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.modules import crio_nvidia_
 from tests.module_runner import run_module
 
 
-def run(capsys, **args):
-    return run_module(capsys, crio_nvidia_runtime.main, args)
+def run(capsys, failed=False, **args):
+    return run_module(capsys, crio_nvidia_runtime.main, args, failed=failed)
 
 
 def test_drop_in_written_and_removed_state_outside_the_directory(capsys, tmp_path):
@@ -38,10 +38,10 @@ def test_drop_in_written_and_removed_state_outside_the_directory(capsys, tmp_pat
 
 @pytest.mark.parametrize('args', [{'enable_cdi': True}, {'backup': True}])
 def test_options_crio_does_not_have_are_refused(capsys, tmp_path, args):
-    result = run(capsys, path=str(tmp_path / '99-nvidia.conf'), **args)
+    result = run(capsys, path=str(tmp_path / '99-nvidia.conf'), **args, failed=True)
     assert result['failed'] is True and 'Unsupported parameters' in result['msg']
 
 
 def test_missing_directory_fails_clearly(capsys, tmp_path):
-    result = run(capsys, path=str(tmp_path / 'crio.conf.d' / '99-nvidia.conf'))
+    result = run(capsys, path=str(tmp_path / 'crio.conf.d' / '99-nvidia.conf'), failed=True)
     assert result['failed'] is True and 'does not exist' in result['msg']

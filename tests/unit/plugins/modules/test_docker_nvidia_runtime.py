@@ -21,8 +21,8 @@ from tests.module_runner import run_module
 ORIGINAL = b'{\n    "log-driver": "journald",\n    "default-runtime": "runc"\n}\n'
 
 
-def run(capsys, **args):
-    return run_module(capsys, docker_nvidia_runtime.main, args)
+def run(capsys, failed=False, **args):
+    return run_module(capsys, docker_nvidia_runtime.main, args, failed=failed)
 
 
 @pytest.fixture
@@ -71,11 +71,11 @@ def test_missing_file_created_then_removed(capsys, tmp_path):
 def test_invalid_json_fails_and_leaves_file_untouched(capsys, tmp_path):
     path = tmp_path / 'daemon.json'
     path.write_bytes(b'{"debug": true,}\n')
-    result = run(capsys, path=str(path))
+    result = run(capsys, path=str(path), failed=True)
     assert result['failed'] is True and 'invalid JSON at line 1, column 16' in result['msg']
     assert path.read_bytes() == b'{"debug": true,}\n' and os.listdir(tmp_path) == ['daemon.json']
 
 
 def test_directory_fails_clearly(capsys, tmp_path):
-    result = run(capsys, path=str(tmp_path))
+    result = run(capsys, path=str(tmp_path), failed=True)
     assert result['failed'] is True and 'is a directory' in result['msg']

@@ -13,14 +13,18 @@ import json
 import os
 import socket
 import stat
+import time
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_node_doctor
 from tests.module_runner import run_module
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR
 
 DATA = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'doctor', 'doctor_data')
+BINARY_NAME = 'nvidia-container-runtime'
+BINARY = '/usr/bin/' + BINARY_NAME
 
 
 def script(directory, name, body):
@@ -60,10 +64,17 @@ def _only_in(bin_dir):
 
 
 def containerd(node, dump):
-    script(node / 'bin', 'containerd', 'echo "containerd $* LC_ALL=$LC_ALL" >> %s\n/bin/cat %s\n' % (node / 'calls.log', os.path.join(DATA, dump)))
+    """A containerd printing the real dump `dump` with the lab node's paths moved into the test's directory: the
+    config to node/config.toml, the NVIDIA runtime's binary to node/bin (where there is none). The doctor stats both;
+    the machine running the tests may well have /etc/containerd/config.toml and the runtime binary."""
+    with open(os.path.join(DATA, dump)) as handle:
+        text = handle.read()
+    moved = node / ('moved-' + dump)
+    moved.write_text(text.replace('/etc/containerd/config.toml', str(node / 'config.toml')).replace(BINARY, str(node / 'bin' / BINARY_NAME)))
+    script(node / 'bin', 'containerd', 'echo "containerd $* LC_ALL=$LC_ALL" >> %s\n/bin/cat %s\n' % (node / 'calls.log', moved))
 
 
-def run(capsys, monkeypatch, node, fixture='h200-x1', **args):
+def run(capsys, monkeypatch, node, fixture='h200-x1', failed=False, **args):
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, fixture))
     config = node / 'config.toml'
     if not config.exists():
@@ -73,7 +84,7 @@ def run(capsys, monkeypatch, node, fixture='h200-x1', **args):
     root = os.path.join(GPUS, fixture)
     args = dict(dict(sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
                      containerd_config=str(config), device_plugin_dir=str(node)), **args)
-    return run_module(capsys, gpu_node_doctor.main, args)
+    return run_module(capsys, gpu_node_doctor.main, args, failed=failed)
 
 
 def checks(result):
@@ -83,12 +94,12 @@ def checks(result):
 def test_configured_containerd_on_a_working_driver(capsys, monkeypatch, node):
     containerd(node, 'containerd-1.6-nvidia.toml')
     result = run(capsys, monkeypatch, node, runtime='containerd')
-    # This machine has no /usr/bin/nvidia-container-runtime, and no readable kernel log.
+    # The node has no NVIDIA container runtime binary (node/bin holds none), and no readable kernel log.
     assert checks(result) == [('runtime-binary-missing', 'error'), ('kernel-log-unreadable', 'info')]
     assert result['changed'] is False
     facts = result['facts']
     assert facts['driver_version'] == '580.159.04' and facts['kernel_module_type'] == 'open' and facts['gpu_names'] == ['NVIDIA H200']
-    assert facts['runtime_status']['configured'] == {'nvidia': '/usr/bin/nvidia-container-runtime'}
+    assert facts['runtime_status']['configured'] == {'nvidia': str(node / 'bin' / BINARY_NAME)}
     assert facts['runtime_status']['config_files'] == {str(node / 'config.toml'): os.stat(str(node / 'config.toml')).st_mtime}
     calls = (node / 'calls.log').read_text().splitlines()
     assert 'containerd --config %s config dump LC_ALL=C' % (node / 'config.toml') in calls
@@ -158,7 +169,7 @@ def test_cpu_node(capsys, monkeypatch, node):
 
 
 def test_bad_resource_name_fails(capsys, monkeypatch, node):
-    result = run(capsys, monkeypatch, node, runtime='containerd', resource_name='gpu')
+    result = run(capsys, monkeypatch, node, runtime='containerd', resource_name='gpu', failed=True)
     assert result['failed'] is True and 'resource_name must be an extended resource name' in result['msg']
 
 
@@ -178,3 +189,17 @@ def test_agrees_with_the_run_on_a_real_h200(capsys, monkeypatch, node, name, arg
     for facts in (result['facts'], real['facts']):
         del facts['nvidia_smi'], facts['device_plugin_sockets']
     assert result['facts'] == real['facts']
+
+
+def test_a_hanging_nvidia_smi_is_a_finding(capsys, monkeypatch, node, tmp_path):
+    # A real hang (exec sleep) under the real coreutils timeout (the fixture's PATH holds only the node's commands:
+    # timeout is found among the sbin directories get_bin_path adds, else here); the limit is lowered to 1 s.
+    script(node / 'bin', 'timeout', 'exec /usr/bin/timeout "$@"\n')
+    script(node / 'bin', 'nvidia-smi', 'exec /bin/sleep 600\n')
+    monkeypatch.setattr(gpu_discovery, 'NVIDIA_SMI_TIMEOUT', 1)
+    started = time.monotonic()
+    result = run(capsys, monkeypatch, node, runtime='containerd', nvidia_smi=str(node / 'bin' / 'nvidia-smi'))
+    assert time.monotonic() - started < 10
+    [found] = [item for item in result['findings'] if item['check'] == 'nvidia-smi-failed']
+    hanging = node / 'bin' / 'nvidia-smi'
+    assert found['evidence'] == ['%s -q -x failed (rc=124): %s -q -x did not finish within 1 s and was stopped' % (hanging, hanging)]

@@ -11,20 +11,23 @@ __metaclass__ = type
 import os
 import shutil
 import stat
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, MISSING, SIMULATOR
 from tests.module_runner import run_module
 
 
-def run(capsys, monkeypatch, fixture, smi_fixture=None, **args):
+def run(capsys, monkeypatch, fixture, smi_fixture=None, failed=False, **args):
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', smi_fixture or os.path.join(GPUS, fixture))
     root = os.path.join(GPUS, fixture)
+    # Every path the module reads is the fixture's or a missing one: none of the machine running the tests.
     args = dict(dict(apply=False, sysfs_root=os.path.join(root, 'sys'), procfs_root=os.path.join(root, 'proc'), nvidia_smi=SIMULATOR,
-                     os_release_path=MISSING), **args)
-    return run_module(capsys, nfd_labels.main, args)
+                     os_release_path=MISSING, driver_record_file=MISSING), **args)
+    return run_module(capsys, nfd_labels.main, args, failed=failed)
 
 
 def test_compute_only(capsys, monkeypatch):
@@ -51,8 +54,9 @@ def test_malformed_xml_fails_clearly(capsys, monkeypatch, tmp_path):
     shutil.copytree(os.path.join(GPUS, 't4'), broken)
     xml = broken / 'nvidia-smi' / 'q-x.xml'
     xml.write_text(xml.read_text()[:3000])  # the real capture, cut short
-    result = run(capsys, monkeypatch, 't4', smi_fixture=str(broken))
-    assert result['failed'] is True and result['msg'].startswith('nvidia-smi -q -x printed malformed XML')
+    result = run(capsys, monkeypatch, 't4', smi_fixture=str(broken), failed=True)
+    # The message names the binary that printed it.
+    assert result['msg'].startswith('%s -q -x: printed malformed XML: no element found' % SIMULATOR)
 
 
 def test_features_file_lifecycle(capsys, monkeypatch, tmp_path):
@@ -71,19 +75,19 @@ def test_features_file_lifecycle(capsys, monkeypatch, tmp_path):
 
 
 def test_features_dir_missing_fails(capsys, monkeypatch, tmp_path):
-    result = run(capsys, monkeypatch, 't4', features_d=str(tmp_path / 'nope' / 'gpuops'))
+    result = run(capsys, monkeypatch, 't4', features_d=str(tmp_path / 'nope' / 'gpuops'), failed=True)
     assert result['failed'] is True and 'does not exist' in result['msg']
 
 
 def test_given_labels_skip_discovery(capsys, monkeypatch):
     result = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.present': 'true'})
     assert result['labels'] == {'nvidia.com/gpu.present': 'true'} and result['discovery'] is None
-    bad = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.count': 8})
+    bad = run(capsys, monkeypatch, 'cpu-only', labels={'nvidia.com/gpu.count': 8}, failed=True)
     assert bad['failed'] is True and 'labels: nvidia.com/gpu.count: value 8 is not a valid label value' in bad['msg']
 
 
 def test_apply_needs_node_name(capsys, monkeypatch):
-    result = run(capsys, monkeypatch, 't4', apply=True)
+    result = run(capsys, monkeypatch, 't4', apply=True, failed=True)
     assert result['failed'] is True and 'node_name' in result['msg']
 
 
@@ -94,7 +98,7 @@ def test_deploy_driver_follows_the_driver_on_the_node(capsys, monkeypatch, tmp_p
     labels = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))['labels']
     assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
     assert run(capsys, monkeypatch, 't4', driver_record_file=str(record))['labels']['nvidia.com/gpu.deploy.driver'] == 'true'
-    record.write_text('{"packages": ["nvidia-driver"]}')
+    record.write_text('{"manager": "apt", "packages": ["nvidia-driver"], "installed": ["nvidia-driver"], "held": [], "files": {}}')
     labels = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))['labels']
     assert labels['nvidia.com/gpu.deploy.driver'] == 'true'
     given = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record), deploy={'driver': 'false'})['labels']
@@ -104,5 +108,23 @@ def test_deploy_driver_follows_the_driver_on_the_node(capsys, monkeypatch, tmp_p
 def test_a_corrupt_driver_record_fails_clearly(capsys, monkeypatch, tmp_path):
     record = tmp_path / 'nvidia_driver.json'
     record.write_text('{not json')
-    result = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record))
+    result = run(capsys, monkeypatch, 'h200-x1', driver_record_file=str(record), failed=True)
     assert result['failed'] and str(record) in result['msg']
+
+
+def test_a_hanging_nvidia_smi_is_stopped(capsys, monkeypatch, tmp_path):
+    # A real hang (exec sleep) under the real coreutils timeout; the limit is lowered from 60 s to keep the test short.
+    hanging = tmp_path / 'nvidia-smi'
+    hanging.write_text('#!/bin/sh\nexec /bin/sleep 600\n')
+    hanging.chmod(0o755)
+    monkeypatch.setattr(gpu_discovery, 'NVIDIA_SMI_TIMEOUT', 1)
+    warnings = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, message: warnings.append(message))
+    started = time.monotonic()
+    result = run(capsys, monkeypatch, 'h200-x1', nvidia_smi=str(hanging))
+    # One query waited; the other two were not tried after it.
+    assert time.monotonic() - started < 10
+    assert result['labels']['nvidia.com/gpu.present'] == 'true' and 'nvidia.com/gpu.product' not in result['labels']
+    assert result['discovery']['nvidia_smi_errors'] == ['%s -q -x failed (rc=124): %s -q -x did not finish within 1 s and was stopped'
+                                                        % (hanging, hanging)]
+    assert any('did not finish within 1 s' in warning for warning in warnings)

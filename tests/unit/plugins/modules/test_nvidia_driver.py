@@ -15,11 +15,13 @@ __metaclass__ = type
 import json
 import os
 import subprocess
+import time
 
 import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
 from tests.module_runner import run_module
@@ -152,12 +154,12 @@ def paths(tmp_path, monkeypatch):
                 record_file=str(tmp_path / 'lib' / 'nvidia_driver.json'), nvidia_smi=SIMULATOR, procfs_root=str(proc))
 
 
-def run(capsys, paths, fixture, **args):
+def run(capsys, paths, fixture, failed=False, **args):
     """The module on a fixture's sysfs (and procfs where the fixture has one); `args` override."""
     roots = dict(sysfs_root=os.path.join(GPUS, fixture, 'sys'))
     if os.path.isdir(os.path.join(GPUS, fixture, 'proc')):
         roots['procfs_root'] = os.path.join(GPUS, fixture, 'proc')
-    return run_module(capsys, nvidia_driver.main, dict(paths, **dict(roots, **args)))
+    return run_module(capsys, nvidia_driver.main, dict(paths, **dict(roots, **args)), failed=failed)
 
 
 def read(path):
@@ -197,7 +199,7 @@ def test_validated_on_a_node_with_several_gpus(capsys, monkeypatch, paths, tmp_p
 
 
 def test_validated_without_driver_fails(capsys, node, paths):
-    result = run(capsys, paths, 't4', state='validated')
+    result = run(capsys, paths, 't4', state='validated', failed=True)
     assert result['failed'] is True and result['msg'].startswith('state=validated installs nothing and no NVIDIA driver is loaded')
     assert result['gpu_count'] == 1 and node.calls == [] and not os.path.exists(paths['validations_dir'])
 
@@ -324,7 +326,7 @@ def test_secure_boot_fails_before_installing(capsys, node, paths, tmp_path):
     var = sysfs / driver_state.SECURE_BOOT_VAR
     var.parent.mkdir(parents=True)
     var.write_bytes(b'\x06\x00\x00\x00\x01')  # constructed efivarfs bytes: Secure Boot enabled
-    result = run(capsys, paths, 't4', sysfs_root=str(sysfs))
+    result = run(capsys, paths, 't4', sysfs_root=str(sysfs), failed=True)
     assert result['failed'] is True and result['secure_boot'] == 'enabled' and 'Secure Boot is enabled' in result['msg']
     assert not any(call[0] == 'apt-get' for call in node.calls) and os.listdir(paths['modprobe_dir']) == []
     open(driver_state.DKMS_SIGNING_KEYS[0], 'w').close()
@@ -333,7 +335,7 @@ def test_secure_boot_fails_before_installing(capsys, node, paths, tmp_path):
 
 def test_loaded_module_without_working_nvidia_smi_is_not_installed_over(capsys, node, paths):
     # The h200 procfs (its module loaded) with nvidia-smi answering as without driver.
-    result = run(capsys, paths, 't4', procfs_root=os.path.join(GPUS, 'h200-x1', 'proc'))
+    result = run(capsys, paths, 't4', procfs_root=os.path.join(GPUS, 'h200-x1', 'proc'), failed=True)
     assert result['failed'] is True and 'module 580.159.04 is loaded but nvidia-smi fails' in result['msg']
     assert [call[0] for call in node.calls] == ['dpkg-query', 'apt-mark', 'systemctl'] and node.calls[1] == ['apt-mark', 'showhold']
 
@@ -341,7 +343,7 @@ def test_loaded_module_without_working_nvidia_smi_is_not_installed_over(capsys, 
 def test_missing_kernel_headers_are_named(capsys, node, paths):
     node.installed.discard('linux-headers-6.1.0-28-amd64')
     node.install_rc = 100
-    result = run(capsys, paths, 't4')
+    result = run(capsys, paths, 't4', failed=True)
     assert result['failed'] is True
     assert result['msg'].startswith('the kernel headers package linux-headers-6.1.0-28-amd64 for the running kernel 6.1.0-28-amd64')
     assert 'Unable to locate package linux-headers-6.1.0-28-amd64' in result['msg']
@@ -355,7 +357,7 @@ def test_missing_kernel_headers_are_named(capsys, node, paths):
     (dict(kernel_module_type='nvidia'), 'value of kernel_module_type must be one of'),
 ])
 def test_bad_input_changes_nothing(capsys, node, paths, args, message):
-    result = run(capsys, paths, 't4', **args)
+    result = run(capsys, paths, 't4', **args, failed=True)
     assert result['failed'] is True and message in result['msg']
     assert [call[0] for call in node.calls if call[0] not in ('dpkg-query', 'apt-mark', 'systemctl')] == []
     assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
@@ -393,7 +395,7 @@ def test_installed_driver_not_loaded_yet(capsys, node, paths, warnings):
 
 def test_pre_installed_driver_of_another_version_fails(capsys, node, paths):
     node.smi_fixture = 'h200-x1'
-    result = run(capsys, paths, 'h200-x1', version='570')
+    result = run(capsys, paths, 'h200-x1', version='570', failed=True)
     assert result['failed'] is True and 'NVIDIA driver 580.159.04, not the requested version 570, and this module did not install it' in result['msg']
     assert 'state=validated' in result['msg'] and result['driver']['source'] == 'none' and node.calls == []
 
@@ -425,3 +427,16 @@ def test_upgrade_of_the_driver_this_module_installed(capsys, node, paths, warnin
     assert after['packages'] == pinned and after['held'] == sorted(DEBIAN_PACKAGES) and after['files'] == {blacklist: None}
     gone = run(capsys, paths, 't4', state='absent')
     assert 'failed' not in gone and node.installed == {'bash', 'linux-headers-6.1.0-28-amd64'} and not os.path.exists(blacklist)
+
+
+def test_a_hanging_nvidia_smi_is_stopped_and_named(capsys, paths, monkeypatch, tmp_path):
+    # A real hang (exec sleep) under the real coreutils timeout; the limit is lowered from 60 s to keep the test short.
+    hanging = tmp_path / 'nvidia-smi'
+    hanging.write_text('#!/bin/sh\nexec /bin/sleep 600\n')
+    hanging.chmod(0o755)
+    monkeypatch.setattr(gpu_discovery, 'NVIDIA_SMI_TIMEOUT', 1)
+    started = time.monotonic()
+    result = run(capsys, paths, 'h200-x1', state='validated', nvidia_smi=str(hanging), failed=True)
+    assert time.monotonic() - started < 10
+    assert result['msg'] == ('the NVIDIA kernel module 580.159.04 is loaded but nvidia-smi fails: %s -q -x failed (rc=124): %s -q -x did '
+                             'not finish within 1 s and was stopped' % (hanging, hanging))

@@ -53,6 +53,8 @@ def test_host_kernel_and_os_release_match_the_standard_library():
 def test_missing_files_read_as_unknown(tmp_path):
     assert disc.os_release(str(tmp_path / 'os-release')) == {}
     assert disc.kernel_release(str(tmp_path)) is None and disc.dmi_product_name(str(tmp_path)) is None
+    # A sysfs tree without PCI devices: none (a tree without bus/pci/devices at all is no sysfs, see below).
+    (tmp_path / 'bus' / 'pci' / 'devices').mkdir(parents=True)
     assert disc.pci_devices(str(tmp_path)) == []
 
 
@@ -76,6 +78,8 @@ def test_parse_xml_t4_is_not_mig_capable():
 
 @pytest.mark.parametrize('text, message', [
     (read('t4', 'nvidia-smi', 'q-x.xml')[:5000], 'malformed XML'),
+    ('', 'printed nothing'),
+    ('\n', 'printed nothing'),
     ('<?xml version="1.0" ?><nvidia_smi><gpu/></nvidia_smi>', 'root element is <nvidia_smi>'),
     (read('t4', 'nvidia-smi', 'q-x.xml').replace('<total>15360 MiB</total>', '<total>15 GiB</total>', 1), 'expected "<number> MiB"'),
 ])
@@ -132,10 +136,70 @@ def test_gpu_on_the_bus_with_the_driver_not_loaded():
 
 
 def test_listing_alone_names_gpus_and_mig_profiles():
-    facts = disc.gather(listing_only_runner(A100_40GB_MIG_LIST), nvidia_smi='/usr/bin/nvidia-smi', sysfs_root=GPUS, procfs_root=GPUS,
-                        os_release_path=GPUS)
+    # The simulator's path stands for an nvidia-smi that exists; the runner answers for it.
+    facts = disc.gather(listing_only_runner(A100_40GB_MIG_LIST), nvidia_smi=SIMULATOR, sysfs_root=os.path.join(GPUS, 'cpu-only', 'sys'),
+                        procfs_root=GPUS, os_release_path=GPUS)
     [gpu] = facts['gpus']
     assert gpu['name'] == 'A100-SXM4-40GB' and gpu['mig_enabled'] and gpu['mig_profiles'] == ['1c.3g.20gb'] * 2
+    # The PCI view (a CPU node's capture) shows no GPU: the two disagree, which is said.
+    assert facts['disagreement'].startswith('nvidia-smi lists 1 GPU(s) that the PCI bus under %s does not show (GPU 0)' % os.path.join(
+        GPUS, 'cpu-only', 'sys'))
+
+
+def test_pci_and_nvidia_smi_agree_on_every_capture():
+    for name in ('a100-sxm4-80gb-mig', 'h100-sxm5-80gb-x1', 'h200-x1', 't4'):
+        assert facts_of(name)['disagreement'] is None, name
+
+
+@pytest.mark.parametrize('make, said', [
+    (lambda root: None, 'sysfs_root: %s does not exist; point sysfs_root at the node\'s sysfs (default /sys)'),
+    (lambda root: root.write_text(''), 'sysfs_root: %s is not a directory'),
+    (lambda root: (root / 'class').mkdir(parents=True), 'sysfs_root: %s has no bus/pci/devices, so it is no sysfs tree'),
+])
+def test_a_sysfs_root_that_is_no_sysfs_fails(tmp_path, make, said):
+    # A missing root read as "no GPU" made nvidia_driver validate 0 GPUs and the doctor call a GPU node a CPU node.
+    root = tmp_path / 'sys'
+    make(root)
+    with pytest.raises(disc.DiscoveryError) as raised:
+        disc.pci_devices(str(root))
+    assert str(raised.value).startswith(said % root)
+
+
+@pytest.mark.parametrize('make, problem', [
+    (lambda path: None, 'does not exist'),
+    (lambda path: path.mkdir(), 'is a directory, not a program'),
+    (lambda path: path.write_text('#!/bin/sh\n'), 'is not executable'),
+])
+def test_an_nvidia_smi_path_that_cannot_be_run_is_named_once(tmp_path, make, problem):
+    path = tmp_path / 'nvidia-smi'
+    make(path)
+
+    def never(argv):
+        raise AssertionError('ran %s' % argv)
+    assert disc.query_nvidia_smi(never, str(path), configured=True) == (None, None, None, ['nvidia_smi: %s %s' % (path, problem)])
+    assert disc.query_nvidia_smi(never, str(path))[3] == ['%s %s' % (path, problem)]
+
+
+@pytest.mark.parametrize('answer, said', [
+    ('', '-q -x: printed nothing'),
+    ('Failed to initialize NVML: Unknown Error\n', '-q -x: printed malformed XML: syntax error: line 1, column 0'),
+    (read('t4', 'nvidia-smi', 'q-x.xml')[:3000], '-q -x: printed malformed XML: no element found'),
+])
+def test_output_that_is_not_nvidia_smis_names_the_binary(answer, said):
+    with pytest.raises(disc.DiscoveryError) as raised:
+        disc.query_nvidia_smi(lambda argv: (0, answer, ''), SIMULATOR)
+    assert str(raised.value).startswith(SIMULATOR + ' ' + said)
+
+
+def test_after_a_query_that_ran_out_of_time_the_others_are_not_tried():
+    calls = []
+
+    def hung(argv):
+        calls.append(argv)
+        return 124, '', '%s did not finish within 60 s and was stopped' % ' '.join(argv)
+    xml, rows, listing, errors = disc.query_nvidia_smi(hung, SIMULATOR)
+    assert (xml, rows, listing) == (None, None, None) and calls == [[SIMULATOR, '-q', '-x']]
+    assert errors == ['%s -q -x failed (rc=124): %s -q -x did not finish within 60 s and was stopped' % (SIMULATOR, SIMULATOR)]
 
 
 def test_nvidia_smi_search_order(tmp_path):
@@ -151,5 +215,5 @@ def test_missing_nvidia_smi_is_reported():
     def refuse(argv):
         raise OSError(13, 'Permission denied', argv[0])
 
-    xml, rows, listing, errors = disc.query_nvidia_smi(refuse, '/x/nvidia-smi')
+    xml, rows, listing, errors = disc.query_nvidia_smi(refuse, SIMULATOR)
     assert (xml, rows, listing) == (None, None, None) and all('could not be run' in error for error in errors)

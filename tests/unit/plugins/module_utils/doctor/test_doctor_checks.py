@@ -142,9 +142,10 @@ def driver_facts(sys_fixture, smi_fixture=None, **extra):
     ('t4', 'cpu-only', {}, [('driver-not-loaded', 'error')]),
     ('t4', 'cpu-only', {'secure_boot': 'enabled'}, [('driver-not-loaded', 'error'), ('secure-boot', 'error')]),
     ('h200-x1', None, {'modules': {'nouveau': 1}}, [('nouveau-loaded', 'error')]),
-    # The H100's kernel module (590.48.01) under the A100's user space (535.54.03), whose GPU has another PCI address.
+    # The H100's kernel module (590.48.01) under the A100's user space (535.54.03), whose GPU has another PCI address:
+    # the H100 is not listed by nvidia-smi, the A100 nvidia-smi lists is not on the PCI bus.
     ('h100-sxm5-80gb-x1', 'a100-sxm4-80gb-mig', {},
-     [('nvidia-smi-query-failed', 'warning'), ('driver-library-mismatch', 'error'), ('gpu-not-visible', 'error')]),
+     [('gpu-not-on-pci', 'warning'), ('nvidia-smi-query-failed', 'warning'), ('driver-library-mismatch', 'error'), ('gpu-not-visible', 'error')]),
 ])
 def test_driver_findings_on_fixtures(sys_fixture, smi_fixture, extra, expected):
     assert checks_of(checks.driver_findings(driver_facts(sys_fixture, smi_fixture, **extra))) == expected

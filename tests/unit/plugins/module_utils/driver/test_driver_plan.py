@@ -289,7 +289,7 @@ def test_driver_this_module_installed_is_replaced_by_another_version(facts, vers
     assert actions(planned) == expected
     assert planned['packages'] == next(step['packages'] for step in planned['steps'] if step['kind'] == 'install')
     assert planned['reboot_required'] is reboot
-    assert planned['steps'][-1] == dict(kind='validate', argv=[SIMULATOR, '-q', '-x'], pending=reboot)
+    assert planned['steps'][-1] == dict(kind='validate', argv=[SIMULATOR, '-q', '-x'], pending=reboot, path='/run/nvidia/validations/driver-ready')
     assert planned['driver']['source'] == 'package' and planned['deploy_driver_label'] == 'true'
     assert bool(planned['warnings']) is reboot and all('loaded kernel module stays' in w for w in planned['warnings'])
 

@@ -8,6 +8,7 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
 import os
 import shutil
 
@@ -180,7 +181,14 @@ def test_files_the_module_writes():
     assert 'blacklist nouveau' in lines and 'blacklist nova_core' in lines and 'options nouveau modeset=0' in lines
 
 
-@pytest.mark.parametrize('text, expected', [(None, {}), ('{"installed": ["nvidia-smi"]}', {'installed': ['nvidia-smi']})])
+# A record as Executor writes it.
+RECORD = dict(manager='apt', packages=['nvidia-driver'], installed=['nvidia-driver', 'nvidia-smi'], held=['nvidia-driver'],
+              files={'/etc/modprobe.d/blacklist-nouveau.conf': None})
+
+
+@pytest.mark.parametrize('text, expected', [(None, {}), (json.dumps(RECORD), RECORD),
+                                            (json.dumps(dict(RECORD, manager=None, files={'/etc/x': 'old text\n'})),
+                                             dict(RECORD, manager=None, files={'/etc/x': 'old text\n'}))])
 def test_parse_record(text, expected):
     assert state.parse_record(text, '/var/lib/gpuops/nvidia_driver.json') == expected
 
@@ -189,6 +197,26 @@ def test_parse_record(text, expected):
 def test_parse_record_rejects_other_content(text):
     with pytest.raises(state.DriverError, match='not the JSON record'):
         state.parse_record(text, '/var/lib/gpuops/nvidia_driver.json')
+
+
+@pytest.mark.parametrize('change, said', [
+    (dict(packages=5), 'packages must be a list of package names'),
+    (dict(installed=3), 'installed must be a list of package names'),
+    (dict(held=[1]), 'held must be a list of package names'),
+    (dict(files=7), 'files must be an object of file paths'),
+    (dict(files={'/etc/x': 1}), 'files must be an object of file paths'),
+    (dict(manager=['apt']), 'manager must be a package manager name or null'),
+    (dict(installed=None), 'installed must be a list'),
+])
+def test_parse_record_rejects_wrong_types(change, said):
+    # The record ({"packages": 5, ...}) made state=absent crash with "'int' object is not iterable".
+    with pytest.raises(state.DriverError, match='is not the record nvidia_driver writes: %s' % said):
+        state.parse_record(json.dumps(dict(RECORD, **change)), '/var/lib/gpuops/nvidia_driver.json')
+
+
+def test_parse_record_rejects_missing_keys():
+    with pytest.raises(state.DriverError, match='held must be'):
+        state.parse_record(json.dumps(dict((key, value) for key, value in RECORD.items() if key != 'held')), '/r.json')
 
 
 @pytest.mark.parametrize('present, record, source', [
@@ -214,8 +242,8 @@ def test_deploy_driver_label(gpu_count, source, label):
 
 def test_load_record(tmp_path):
     assert state.load_record(str(tmp_path / 'absent.json')) == {}
-    (tmp_path / 'r.json').write_text('{"packages": ["a"]}')
-    assert state.load_record(str(tmp_path / 'r.json')) == {'packages': ['a']}
+    (tmp_path / 'r.json').write_text(json.dumps(RECORD))
+    assert state.load_record(str(tmp_path / 'r.json')) == RECORD
     (tmp_path / 'bad.json').write_text('[1]')
     with pytest.raises(state.DriverError, match='bad.json'):
         state.load_record(str(tmp_path / 'bad.json'))

@@ -357,3 +357,17 @@ def test_report_takes_the_first_step_a_node_did_not_pass():
     }
     # Without the plugin component (devicePlugin.enabled false) the validator's result is the node's.
     assert v.report(targets[:1], validator_results, plugin_enabled=False)[0]['summary'] == 'driver, toolkit, cuda, plugin validation passed'
+
+
+@pytest.mark.parametrize('results, expected', [
+    ([], {'hosts': {}, 'outside': ''}),
+    ([{'node': 'gpu-1', 'state': 'passed'}, {'node': 'gpu-2', 'state': 'pending', 'summary': 'waiting'}], {'hosts': {}, 'outside': ''}),
+    ([{'node': 'gpu-2', 'state': 'failed', 'summary': 'plugin validation failed'}],
+     {'hosts': {'host-2': 'GPU validation failed on gpu-2: plugin validation failed'}, 'outside': ''}),
+    ([{'node': 'gpu-9', 'state': 'failed', 'summary': 'cuda validation failed'}, {'node': 'gpu-8', 'state': 'failed'},
+      {'node': 'gpu-1', 'state': 'failed', 'summary': 'driver validation failed'}],
+     {'hosts': {'host-1': 'GPU validation failed on gpu-1: driver validation failed'},
+      'outside': 'GPU validation failed on gpu-9: cuda validation failed; gpu-8: '}),
+])
+def test_failures_name_the_host_that_fails(results, expected):
+    assert v.failures(results, {'host-1': 'gpu-1', 'host-2': 'gpu-2'}) == expected

@@ -9,13 +9,14 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import os
 
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import (
     LabelError, compute_labels, kernel_labels, local_feature_text, os_release_labels, sanitise)
-from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import A100_40GB_MIG_LIST, GPUS, facts_of, listing_only_runner
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import A100_40GB_MIG_LIST, GPUS, SIMULATOR, facts_of, listing_only_runner
 
 PCI_0302 = {'feature.node.kubernetes.io/pci-10de.present': 'true', 'feature.node.kubernetes.io/pci-0302_10de.present': 'true'}
 DEPLOY = {'nvidia.com/gpu.deploy.' + name: 'true' for name in (
@@ -79,8 +80,9 @@ def test_labels_are_sorted():
 
 
 def a100_40gb_facts():
-    return gpu_discovery.gather(listing_only_runner(A100_40GB_MIG_LIST), nvidia_smi='/usr/bin/nvidia-smi', sysfs_root=GPUS, procfs_root=GPUS,
-                                os_release_path=GPUS)
+    # The simulator's path stands for an nvidia-smi that exists; the runner answers for it. The PCI view is a CPU node's.
+    return gpu_discovery.gather(listing_only_runner(A100_40GB_MIG_LIST), nvidia_smi=SIMULATOR, sysfs_root=os.path.join(GPUS, 'cpu-only', 'sys'),
+                                procfs_root=GPUS, os_release_path=GPUS)
 
 
 @pytest.mark.parametrize('strategy, expected', [

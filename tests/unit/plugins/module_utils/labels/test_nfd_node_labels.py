@@ -15,12 +15,18 @@ import pytest
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import OWNED_ANNOTATION, merge_patch, owned_labels, reconcile
 
 FOREIGN = {'kubernetes.io/hostname': 'gpu-1', 'team': 'ml'}
+NO_PATCH = 'no patch'
 DESIRED = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'Tesla-T4', 'nvidia.com/gpu.deploy.driver': 'true',
            'nvidia.com/gpu.deploy.dcgm': 'true'}
 
 
 def annotation(owned):
     return json.dumps(owned, sort_keys=True, separators=(',', ':'))
+
+
+def recorded(owned):
+    """The Node's annotations recording `owned` ({key: value}, or a list of keys as an earlier release wrote)."""
+    return {OWNED_ANNOTATION: json.dumps(owned)}
 
 
 def test_fresh_node_gets_everything_and_owns_it():
@@ -34,13 +40,13 @@ def test_fresh_node_gets_everything_and_owns_it():
 def test_second_run_changes_nothing():
     plan = reconcile(dict(FOREIGN, **DESIRED), DESIRED, DESIRED)
     assert plan['added'] == plan['updated'] == plan['removed'] == []
-    assert merge_patch(DESIRED, plan, '43') is None
+    assert merge_patch(recorded(DESIRED), plan, '43') is None
 
 
 def test_an_earlier_releases_list_of_keys_is_rewritten_with_the_values():
     plan = reconcile(dict(FOREIGN, **DESIRED), dict.fromkeys(DESIRED), DESIRED)
     assert plan['added'] == plan['updated'] == plan['removed'] == []
-    assert merge_patch(dict.fromkeys(DESIRED), plan, '44') == {'metadata': {'resourceVersion': '44', 'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
+    assert merge_patch(recorded(list(DESIRED)), plan, '44') == {'metadata': {'resourceVersion': '44', 'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
 
 
 def test_stale_owned_label_is_removed_foreign_ones_stay():
@@ -49,7 +55,7 @@ def test_stale_owned_label_is_removed_foreign_ones_stay():
     # gpu.count is under our prefix but was not set by us: it is left alone unless desired.
     plan = reconcile(current, owned, DESIRED)
     assert plan['removed'] == ['nvidia.com/mig.strategy'] and plan['labels']['nvidia.com/gpu.count'] == '9'
-    assert merge_patch(owned, plan, '1') == {'metadata': {
+    assert merge_patch(recorded(owned), plan, '1') == {'metadata': {
         'resourceVersion': '1', 'labels': {'nvidia.com/mig.strategy': None}, 'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
 
 
@@ -100,13 +106,32 @@ def test_node_without_gpu_anymore_gets_present_false_and_no_deploy_labels():
     assert 'nvidia.com/gpu.present' in plan['owned'] and plan['updated'] == ['nvidia.com/gpu.present']
 
 
-@pytest.mark.parametrize('owned', [DESIRED, dict.fromkeys(DESIRED)], ids=['values', 'keys'])
+@pytest.mark.parametrize('owned', [DESIRED, list(DESIRED)], ids=['values', 'keys'])
 def test_absent_removes_only_ours(owned):
     current = dict(FOREIGN, **DESIRED, **{'nvidia.com/gpu.deploy.dcgm-exporter': 'true'})
-    plan = reconcile(current, owned, {}, 'absent')
+    plan = reconcile(current, owned_labels(recorded(owned)), {}, 'absent')
     assert plan['labels'] == dict(FOREIGN, **{'nvidia.com/gpu.deploy.dcgm-exporter': 'true'})
     assert plan['owned'] == [] and plan['removed'] == sorted(DESIRED)
-    assert merge_patch(owned, plan, '7')['metadata']['annotations'] == {OWNED_ANNOTATION: None}
+    assert merge_patch(recorded(owned), plan, '7')['metadata']['annotations'] == {OWNED_ANNOTATION: None}
+
+
+# The annotation marks a Node the module examined (the k8s_nodes plugins read it): present also when the module set
+# no label there, as on a node without a GPU whose NFD labels NFD sets; state=absent removes it, also when empty.
+# (annotations on the Node, state, the annotation the patch writes)
+@pytest.mark.parametrize('annotations, state, written', [
+    ({}, 'present', '{}'),
+    (recorded({}), 'present', NO_PATCH),
+    (recorded({}), 'absent', None),
+    ({}, 'absent', NO_PATCH),
+    ({'other': 'x'}, 'present', '{}'),
+])
+def test_the_annotation_marks_every_node_labelled(annotations, state, written):
+    plan = reconcile(FOREIGN, owned_labels(annotations), {}, state)
+    patch = merge_patch(annotations, plan, '9')
+    if written == NO_PATCH:
+        assert patch is None
+    else:
+        assert patch == {'metadata': {'resourceVersion': '9', 'annotations': {OWNED_ANNOTATION: written}}}
 
 
 def test_absent_and_stale_leave_a_value_someone_changed():

@@ -20,12 +20,15 @@ from hypothesis import strategies as st
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_config as cc
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime as cr
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config as rc
+from tests.unit.plugins.module_utils.toolkit.containerd_node import MemoryNode
 
 FIXTURES = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'fixtures', 'containerd')
 REAL_DEFAULTS = ['default-1.6.20.toml', 'default-1.7.24.toml', 'default-2.1.9.toml']
 PATH = '/etc/containerd/config.toml'
 DROP_IN = '/etc/containerd/conf.d/99-nvidia.toml'
 BIN = '/usr/bin/nvidia-container-runtime'
+# An empty file the random configs may import (it exists: a missing import stops containerd).
+EXTRA = '/etc/containerd/extra.toml'
 V2 = 'io.containerd.grpc.v1.cri'
 V3 = 'io.containerd.cri.v1.runtime'
 
@@ -43,13 +46,15 @@ def params(**overrides):
 
 
 def run_plan(files, no_default=True, default_text=None, **overrides):
-    """Plan against in-memory files; returns (plan, new file map)."""
+    """Plan against in-memory files (the node's files: config, drop-in, undo record, imported files); returns
+    (plan, the node's files after it)."""
     p = params(**overrides)
     current = {PATH: files.get(PATH), cr.state_path(PATH): files.get(cr.state_path(PATH))}
     if p['drop_in']:
         current[p['drop_in']] = files.get(p['drop_in'])
-    result = cr.plan(p, current, lambda: default_text)
-    return result, dict(result.desired)
+    result = cr.plan(p, current, MemoryNode(files, default_config=default_text))
+    # The node's other files (imported ones) stay as they were.
+    return result, dict(files, **result.desired)
 
 
 def runtime(doc, version, name):
@@ -65,7 +70,6 @@ def runtime(doc, version, name):
     ('version = 1\n', 1, ('plugins', 'cri')),
     ('version = 2\n', 2, ('plugins', V2)),
     ('version = 3\n', 3, ('plugins', V3)),
-    ('version = 4\n', 4, ('plugins', V3)),
 ])
 def test_version_and_cri_table(text, version, cri):
     doc = cc.parse(text)
@@ -76,6 +80,13 @@ def test_version_and_cri_table(text, version, cri):
 @pytest.mark.parametrize('text', ['version = "2"\n', 'version = true\n', 'version = 0\n'])
 def test_bad_version_names_key(text):
     with pytest.raises(rc.ConfigError, match='"version"'):
+        cc.detect_version(cc.parse(text))
+
+
+@pytest.mark.parametrize('text', ['version = 4\n', 'version = 99\n'])
+def test_unknown_version_is_refused(text):
+    # containerd 2.1 knows versions up to 3 (version.ConfigVersion); a later one is not a file it reads.
+    with pytest.raises(rc.ConfigError, match='config version [0-9]+ is unknown: containerd reads versions 1, 2'):
         cc.detect_version(cc.parse(text))
 
 
@@ -211,7 +222,8 @@ def test_command_source_without_containerd_fails():
     (fixture('default-1.7.24.toml'), [DROP_IN]),
 ])
 def test_drop_in(base, expected_imports):
-    _p, files = run_plan({PATH: base}, drop_in=DROP_IN, set_as_default=True)
+    # The file the second case imports exists (a missing one stops containerd, see test_containerd_imports).
+    _p, files = run_plan({PATH: base, '/etc/containerd/other.toml': b''}, drop_in=DROP_IN, set_as_default=True)
     top = cc.parse(files[PATH].decode())
     version = cc.detect_version(top)
     assert cc.imports_list(top) == expected_imports
@@ -386,7 +398,7 @@ def configs(draw):
         lines.append('version = %d' % version)
     lines.append('root = %s' % (quote % '/var/lib/containerd'))
     if draw(st.booleans()):
-        lines.append('imports = [%s]' % (quote % '/etc/containerd/extra.toml'))
+        lines.append('imports = [%s]' % (quote % EXTRA))
     cri = {1: 'plugins.cri', 2: 'plugins."%s"' % V2, 3: "plugins.'%s'" % V3}[version]
     if draw(st.booleans()):
         lines += ['', '[%s]' % cri, '  enable_cdi = %s' % draw(st.sampled_from(['true', 'false']))]
@@ -424,7 +436,7 @@ PROPERTY = settings(max_examples=200, deadline=None, suppress_health_check=[Heal
 @given(data=st.data(), original=configs())
 def test_property_present_idempotent_and_parses(data, original):
     opts = data.draw(options(_is_version_one(original)))
-    plan, files = run_plan({PATH: original}, **opts)
+    plan, files = run_plan({PATH: original, EXTRA: b''}, **opts)
     for name, content in files.items():
         if content is not None and name != cr.state_path(PATH):
             cc.parse(content.decode(), name)
@@ -438,7 +450,7 @@ def test_property_present_idempotent_and_parses(data, original):
 @given(data=st.data(), original=configs())
 def test_property_present_then_absent_is_byte_identical(data, original):
     opts = data.draw(options(_is_version_one(original)))
-    _plan, files = run_plan({PATH: original}, **opts)
+    _plan, files = run_plan({PATH: original, EXTRA: b''}, **opts)
     _plan, back = run_plan(files, state='absent', runtime_name=opts['runtime_name'], drop_in=opts['drop_in'])
     assert back[PATH] == original
     assert back[cr.state_path(PATH)] is None

@@ -66,7 +66,9 @@ def services(**load_states):
     (None, services(containerd='loaded', docker='loaded'), 'containerd'),
     (None, services(docker='loaded'), 'docker'),
     (None, services(crio='masked', docker='loaded'), 'crio'),
-    ('other.sock', services(crio='loaded'), 'crio'),
+    # A kubelet on another runtime's socket: not the containerd (or CRI-O) that happens to be installed.
+    ('podman.sock', services(containerd='loaded'), None),
+    ('other.sock', services(crio='loaded'), None),
     (None, services(), None),
     (None, {}, None),
 ])
