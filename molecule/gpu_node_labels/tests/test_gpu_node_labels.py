@@ -96,9 +96,11 @@ def test_features_d_holds_the_gfd_labels_when_nfd_runs(host):
         assert not features.exists
         return
     labels = node_metadata(node_name(host))[0]
-    # GFD's labels only: NFD must not set gpu.present or the deploy labels back after the Operator changed them.
+    # GFD's labels only: NFD must not set back what the Operator itself sets on the Node and may change later
+    # (gpu.present, the deploy labels, the MIG manager's mig.config).
+    operator_owned = ('nvidia.com/gpu.present', 'nvidia.com/mig.config')
     gfd = sorted('%s=%s' % item for item in labels.items()
-                 if item[0].startswith('nvidia.com/') and item[0] != 'nvidia.com/gpu.present' and not item[0].startswith('nvidia.com/gpu.deploy.'))
+                 if item[0].startswith('nvidia.com/') and item[0] not in operator_owned and not item[0].startswith('nvidia.com/gpu.deploy.'))
     assert host.check_output('stat -c %%F:%%a:%%U %s' % FEATURES_D) == 'regular file:644:root'
     content = features.content_string
     assert content.endswith('\n')
