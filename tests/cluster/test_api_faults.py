@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import cluster_policy_crd
 from ansible_collections.gpuops.gpu_operator.plugins.modules import cluster_policy_status
-from tests.cluster.helpers import unique
+from tests.cluster.helpers import delete_namespace, unique
 from tests.cluster.test_cluster_roles import run_roles
 from tests.cluster.test_nfd_labels_api import node_meta, run
 from tests.module_runner import run_module
@@ -223,8 +223,4 @@ def test_role_retries_transient_faults_and_stops_at_403(kube_api, kube_faults, t
         code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
         assert code == 0 and changed == 0, out
     finally:
-        try:
-            kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        delete_namespace(kube_api, namespace)

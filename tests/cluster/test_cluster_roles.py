@@ -9,7 +9,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import REPO, delete_namespace, unique
 
 # DaemonSet: (deploy label it selects on, its ServiceAccount), as the GPU Operator names them.
 DAEMONSETS = {'nvidia-device-plugin-daemonset': ('device-plugin', 'nvidia-device-plugin'),
@@ -46,11 +46,7 @@ def fixture_namespace(kube_api):
     """A throw-away operator namespace (the roles create it), deleted afterwards."""
     name = unique('gpuops-cluster')
     yield name
-    try:
-        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    delete_namespace(kube_api, name)
 
 
 def variables(namespace, **extra):

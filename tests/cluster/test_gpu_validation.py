@@ -17,7 +17,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import REPO, delete_namespace, unique
 from tests.cluster.kubelet_double import KubeletDouble, NodeScenario
 from tests.cluster.test_cluster_roles import run_roles, variables
 
@@ -71,11 +71,7 @@ def fixture_operator_namespace(kube_api, tmp_path_factory):
     code, _changed, out = run_roles(kube_api, tmp_path_factory.mktemp('operands'), ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
     assert code == 0, out
     yield namespace
-    try:
-        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    delete_namespace(kube_api, namespace)
     try:
         kubernetes.client.CustomObjectsApi(kube_api.api_client).delete_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
     except ApiException as exc:

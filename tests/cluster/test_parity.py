@@ -16,14 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import kubernetes
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import REPO, delete_namespace, unique
 
 PARITY = Path(__file__).parent / 'parity'
 DOCS = REPO / 'docs' / 'coming-from-gpu-operator.md'
@@ -191,11 +190,7 @@ def cleanup(kube_api, namespace):
         resource = dyn.resources.get(api_version=KINDS[kind][0], kind=kind)
         for item in resource.get(label_selector=MANAGED_BY).items:
             resource.delete(name=item.metadata.name)
-    try:
-        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    delete_namespace(kube_api, namespace)
 
 
 @pytest.fixture(name='rendered', scope='module')
