@@ -55,8 +55,8 @@ for line in "${nodes[@]}"; do
   python tests/lab/labctl.py up "$name" --distro "$distro" ${fixture:+--fixture "tests/fixtures/gpus/$fixture"}
 done
 
-# The stand-in has no kubelet or scheduler, so the vectorAdd validation Pod
-# could never run here: that stage is left out rather than shown failing.
+# The stand-in has no kubelet or scheduler, so the validator Pods could never
+# run here: that stage is left out rather than shown failing.
 echo "==> ansible-playbook playbooks/site.yml --skip-tags validation"
 K8S_AUTH_KUBECONFIG=$kubeconfig ansible-playbook -i "$inventory" playbooks/site.yml --skip-tags validation
 

@@ -31,14 +31,13 @@ def gpu_node_toolkit(hosts, hostvars):
 
 
 class FilterModule(object):
-    """cluster_prerequisites, cluster_operands, cluster_policy, cluster_validator_pod, node_label_settings, unused_runtime_classes, gpu_node_toolkit."""
+    """cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes, gpu_node_toolkit."""
 
     def filters(self):
         return {
             'cluster_prerequisites': checked(cluster_manifests.prerequisites),
             'cluster_operands': checked(cluster_manifests.operands),
             'cluster_policy': checked(cluster_manifests.cluster_policy),
-            'cluster_validator_pod': checked(cluster_manifests.validator_pod),
             'node_label_settings': checked(cluster_manifests.node_label_settings),
             'unused_runtime_classes': checked(cluster_manifests.unused_runtime_classes),
             'gpu_node_toolkit': gpu_node_toolkit,

@@ -9,12 +9,15 @@ __metaclass__ = type
 
 DOCUMENTATION = r'''
 module: cluster_policy_status
-short_description: Write the status of the nvidia.com/v1 ClusterPolicy
+short_description: Write the status of the nvidia.com/v1 ClusterPolicy as the GPU Operator writes it
 description:
-  - Sets C(status.state) (C(ready) or C(notReady)), C(status.namespace) and the conditions C(Ready) and C(Error) of a
-    ClusterPolicy through its status subresource, which kubernetes.core.k8s cannot write.
-  - A condition keeps its C(lastTransitionTime) while its status and reason stay the same, so reporting the same
-    outcome again reports no change.
+  - Sets C(status.state), C(status.namespace) and the conditions C(Ready) and C(Error) of a ClusterPolicy through its
+    status subresource, which kubernetes.core.k8s cannot write, in the shape the GPU Operator (v26.7.0) gives them, so
+    that monitoring written for the Operator reads them the same way.
+  - C(ready) sets C(Ready=True) with O(reason) and the message, and C(Error=False) with reason C(Ready) and no message.
+    C(notReady) sets C(Ready=False) with reason C(Error) and no message, and C(Error=True) with O(reason) and the message.
+  - As the Operator's conditions do, a condition keeps its C(lastTransitionTime) while its status stays the same, so
+    reporting the same outcome again reports no change.
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)
@@ -30,13 +33,17 @@ options:
     choices: [ready, notReady]
   reason:
     description:
-      - Reason of both conditions. C(Reconciled) goes with C(ready); C(ReconcileFailed) (the Error condition is then
-        true), C(OperandNotReady) and C(NoGPUNodes) go with C(notReady).
+      - The Operator's reason. C(Reconciled), C(NoGPUNodes) (no node labelled C(nvidia.com/gpu.present=true)) and
+        C(NFDLabelsMissing) (no node has a C(feature.node.kubernetes.io/) label) go with C(ready);
+        C(OperandNotReady) (an operand, such as the validation, is not ready) and C(ReconcileFailed) (a stage failed to
+        apply) go with C(notReady).
     type: str
     default: Reconciled
-    choices: [Reconciled, ReconcileFailed, OperandNotReady, NoGPUNodes]
+    choices: [NFDLabelsMissing, NoGPUNodes, OperandNotReady, ReconcileFailed, Reconciled]
   detail:
-    description: Human-readable message of the conditions; defaults to the reason.
+    description:
+      - Message of the condition that carries O(reason). Defaults to the Operator's message for that reason, for example
+        C(No GPU node found, watching for new nodes to join the cluster.) for C(NoGPUNodes).
     type: str
     default: ''
   namespace:
@@ -52,16 +59,15 @@ notes:
 '''
 
 EXAMPLES = r'''
-- name: Record that validation passed
+- name: Record that every GPU node passed validation
   gpuops.gpu_operator.cluster_policy_status:
     state: ready
-    detail: vectorAdd passed on node gpu-1
 
-- name: Record that no node advertises a GPU
+- name: Record that validation failed on a node
   gpuops.gpu_operator.cluster_policy_status:
     state: notReady
-    reason: NoGPUNodes
-    detail: no Node has allocatable nvidia.com/gpu
+    reason: OperandNotReady
+    detail: "ClusterPolicy is not ready; states not ready: [state-operator-validation]; gpu-2: plugin validation failed: ..."
 '''
 
 RETURN = r'''
@@ -69,14 +75,19 @@ status:
   description: The status now recorded.
   returned: success
   type: dict
-  sample: {state: ready, namespace: gpu-operator, conditions: [{type: Ready, status: 'True', reason: Reconciled}]}
+  sample:
+    state: ready
+    namespace: gpu-operator
+    conditions:
+      - {type: Ready, status: 'True', reason: Reconciled, message: ClusterPolicy is ready as all resources have been successfully reconciled}
+      - {type: Error, status: 'False', reason: Ready, message: ''}
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import policy_status
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.policy_status import REASONS, policy_status
 
 GROUP = 'nvidia.com'
 VERSION = 'v1'
@@ -87,7 +98,7 @@ def main():
     argument_spec = dict(
         name=dict(type='str', default='cluster-policy'),
         state=dict(type='str', required=True, choices=['ready', 'notReady']),
-        reason=dict(type='str', default='Reconciled', choices=['Reconciled', 'ReconcileFailed', 'OperandNotReady', 'NoGPUNodes']),
+        reason=dict(type='str', default='Reconciled', choices=sorted(REASONS)),
         detail=dict(type='str', default=''),
         namespace=dict(type='str', default='gpu-operator'),
     )
@@ -101,8 +112,7 @@ def main():
 
     def attempt():
         current = api.call('get', policy, custom.get_cluster_custom_object, GROUP, VERSION, PLURAL, params['name'])
-        status = policy_status(current.get('status'), params['state'], params['reason'], params['detail'],
-                               current['metadata'].get('generation', 1), params['namespace'])
+        status = policy_status(current.get('status'), params['state'], params['reason'], params['detail'], params['namespace'])
         if status == current.get('status'):
             return status, None
         # Guarded by the resourceVersion read: a status written meanwhile is read again, not overwritten.

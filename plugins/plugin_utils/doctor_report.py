@@ -12,11 +12,16 @@ what gpu_node_doctor found on each node; `text()` renders the report for people.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import json
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation as gpu_validation
 
 REPORT_FORMAT = 1
 # The text shows this many evidence lines of a finding; the JSON report has them all.
 TEXT_EVIDENCE_LINES = 12
+# The Pods of the validation stage: their findings go with the node's validation result (checks.validation_findings).
+VALIDATION_APPS = (gpu_validation.VALIDATOR, gpu_validation.CUDA_APP, gpu_validation.PLUGIN_APP)
 
 
 def _placed(findings, host, inventory, namespace):
@@ -25,7 +30,7 @@ def _placed(findings, host, inventory, namespace):
             for item in checks.by_severity(findings)]
 
 
-def _node_findings(host, data, cluster, api_nodes, pod_findings):
+def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, validation_pods):
     name = data.get('node_name') or host
     result = data.get('result')
     found = []
@@ -47,7 +52,21 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings):
             found.extend(checks.plugin_config_findings(node, cluster.get('cluster_policies'), cluster.get('config_maps')))
             found.extend(checks.taint_findings(node, cluster.get('daemonsets') or [], data.get('expected_labels')))
     found.extend(pod_findings.pop(name, []))
+    found.extend(checks.validation_findings(validation.pop(name, None), validation_pods.pop(name, [])))
     return name, found
+
+
+def _validation_results(config_maps):
+    """{Node name: result} from the ConfigMap gpu-validation-results of the operator namespace (one JSON document per Node)."""
+    data = next((item.get('data') for item in config_maps or [] if item['metadata']['name'] == gpu_validation.RESULTS_CONFIG_MAP), None)
+    results = {}
+    for name, text in (data or {}).items():
+        try:
+            results[name] = json.loads(text)
+        except (TypeError, ValueError):
+            results[name] = {'state': 'failed', 'component': None, 'summary': 'its result in ConfigMap gpu-validation-results is not JSON',
+                             'evidence': [str(text)[:200]]}
+    return results
 
 
 def build(nodes, cluster, generated='', inventory='<inventory>'):
@@ -55,32 +74,39 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
 
     nodes: {inventory host: dict(node_name, result (gpu_node_doctor's return, None when it did not run), error,
     expected_labels, labels_error) or None}. cluster: dict(namespace, nodes, namespaces (the operator namespace, when it
-    exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, config_maps (of the operator namespace),
-    errors ([what, message] of reads that failed)); a list that could not be read is None.
+    exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, config_maps (of the operator namespace:
+    the device plugin configs and the validation stage's gpu-validation-results, {Node name: JSON of its result}), errors
+    ([what, message] of reads that failed)); a list that could not be read is None.
     """
     events = cluster.get('events') or []
     namespace = cluster.get('namespace') or '<namespace>'
     api_nodes = dict((node['metadata']['name'], node) for node in cluster.get('nodes') or [])
-    pod_findings = {}
+    pod_findings, validation_pods = {}, {}
     cluster_findings = checks.api_findings(cluster.get('errors') or [])
     for pod in cluster.get('pods') or []:
         found = checks.pod_finding(pod, checks.pod_events(pod, events), (cluster.get('logs') or {}).get(pod['metadata']['name']))
         if found:
-            pod_findings.setdefault((pod.get('spec') or {}).get('nodeName'), []).append(found)
+            kind = validation_pods if (pod['metadata'].get('labels') or {}).get('app') in VALIDATION_APPS else pod_findings
+            kind.setdefault((pod.get('spec') or {}).get('nodeName'), []).append(found)
     if cluster.get('namespaces') is not None:
         found_namespace = (cluster['namespaces'] + [None])[0]
         cluster_findings += checks.namespace_findings(namespace, found_namespace, events, cluster.get('logs'))
     if cluster.get('cluster_policies') is not None:
         cluster_findings += checks.cluster_policy_findings(cluster['cluster_policies'])
     cluster_findings += checks.daemonset_findings(cluster.get('daemonsets') or [])
+    validation = _validation_results(cluster.get('config_maps'))
     report_nodes = {}
     for host in sorted(nodes):
-        name, found = _node_findings(host, nodes[host] or {}, cluster, api_nodes, pod_findings)
+        name, found = _node_findings(host, nodes[host] or {}, cluster, api_nodes, pod_findings, validation, validation_pods)
         result = (nodes[host] or {}).get('result') or {}
         report_nodes[host] = dict(node_name=name, facts=result.get('facts', {}), findings=_placed(found, host, inventory, namespace))
-    # Pods on Nodes outside the inventory (or not scheduled) are the cluster's.
+    # Pods on Nodes outside the inventory (or not scheduled) are the cluster's, and so are their validation results.
     for found in pod_findings.values():
         cluster_findings.extend(found)
+    for name in sorted(set(validation) | set(validation_pods), key=str):
+        found = checks.validation_findings(validation.get(name), validation_pods.get(name, []))
+        cluster_findings.extend(dict(item, summary='Node %s: %s' % (name, item['summary'])) if item['check'] == 'gpu-validation-failed' else item
+                                for item in found)
     cluster_findings = _placed(cluster_findings, '<node>', inventory, namespace)
     everything = cluster_findings + [item for node in report_nodes.values() for item in node['findings']]
     counts = dict((severity, sum(1 for item in everything if item['severity'] == severity)) for severity in checks.SEVERITIES)

@@ -57,3 +57,9 @@ def set_node_status(kube_api: Any, name: str, info: dict[str, str] | None = None
 def delete_node(kube_api: Any, name: str) -> None:
     code, body = raw(kube_api, 'DELETE', f'/api/v1/nodes/{name}')
     assert code in (200, 404), body
+
+
+def delete_namespace(kube_api: Any, name: str) -> None:
+    """Delete a test's namespace; one a failed run never created is fine."""
+    code, body = raw(kube_api, 'DELETE', f'/api/v1/namespaces/{name}')
+    assert code in (200, 202, 404), body

@@ -5,10 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-import kubernetes
-from kubernetes.client.exceptions import ApiException
-
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import REPO, delete_namespace, unique
 
 PLAYBOOK = textwrap.dedent('''\
     - hosts: localhost
@@ -82,8 +79,4 @@ def test_apply_twice_then_unchanged(kube_api, tmp_path):
         assert run_playbook(kube_api, tmp_path, namespace) == 1, 'the first run creates (one task changes)'
         assert run_playbook(kube_api, tmp_path, namespace) == 0, 'the second run changes nothing'
     finally:
-        try:
-            kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-        except ApiException as exc:
-            if exc.status != 404:  # a run that failed before creating it leaves nothing to clean
-                raise
+        delete_namespace(kube_api, namespace)

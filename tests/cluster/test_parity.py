@@ -1,9 +1,10 @@
 """Parity with the GPU Operator: what the cluster roles put in the cluster, held against the Operator's facts.
 
 Each scenario under parity/scenarios/ is an inventory as a user writes it (hosts.yml, group_vars YAML). The real
-roles (gpu_cluster_base, gpu_cluster_operands) run in ansible-playbook with it, so the settings reach the filters as
-ansible-core hands them (tagged, lazy types); the objects are then read back from the API and every fact of
-parity/facts/*.yml (each naming its Operator release, commit and file) is compared with them.
+roles (gpu_cluster_base, gpu_cluster_operands, gpu_cluster_validator) run in ansible-playbook with it, so the settings
+reach the filters as ansible-core hands them (tagged, lazy types); the objects are then read back from the API and every
+fact of parity/facts/*.yml (each naming its Operator release, commit and file) is compared with them. The validator role
+is given no Node to validate (that needs Nodes that run Pods: test_gpu_validation.py); its objects are what is compared.
 
 A fact marked `deviation: <id>` is a deliberate difference: ours must match `ours` (and not the Operator's value,
 or the deviation is stale), and docs/coming-from-gpu-operator.md must explain it under that id.
@@ -15,14 +16,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import kubernetes
 import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import REPO, delete_namespace, unique
 
 PARITY = Path(__file__).parent / 'parity'
 DOCS = REPO / 'docs' / 'coming-from-gpu-operator.md'
@@ -157,14 +157,17 @@ def test_match_finds_differences():
 def run_scenario(kube_api, tmp_path, scenario, namespace):
     playbook = tmp_path / 'cluster.yml'
     playbook.write_text(yaml.safe_dump([{'hosts': 'kube_api', 'gather_facts': False,
-                                         'roles': ['gpuops.gpu_operator.gpu_cluster_base', 'gpuops.gpu_operator.gpu_cluster_operands']}]))
+                                         'roles': ['gpuops.gpu_operator.gpu_cluster_base', 'gpuops.gpu_operator.gpu_cluster_operands',
+                                                   'gpuops.gpu_operator.gpu_cluster_validator']}]))
     env = kube_api.env()
     env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
     env.update(ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_NOCOLOR='1')
     ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    # Only the namespace comes from the command line (a throw-away one); every setting under test is the scenario's YAML.
+    # Only the namespace (a throw-away one) and the validator's choice of Nodes (none: no Pod runs here) come from the
+    # command line; every setting under test is the scenario's YAML.
     names = json.dumps({'gpu_cluster_base_namespace': namespace, 'gpu_cluster_operands_namespace': namespace,
-                        'ansible_python_interpreter': sys.executable})
+                        'gpu_cluster_validator_namespace': namespace, 'gpu_cluster_validator_node_selector': {'gpuops.test/parity': namespace},
+                        'gpu_cluster_validator_write_status': False, 'ansible_python_interpreter': sys.executable})
     result = subprocess.run([ansible, '-i', str(PARITY / 'scenarios' / scenario / 'hosts.yml'), str(playbook), '-e', names],
                             env=env, capture_output=True, text=True, timeout=600, check=False, cwd=REPO)
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-3000:]
@@ -187,11 +190,7 @@ def cleanup(kube_api, namespace):
         resource = dyn.resources.get(api_version=KINDS[kind][0], kind=kind)
         for item in resource.get(label_selector=MANAGED_BY).items:
             resource.delete(name=item.metadata.name)
-    try:
-        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
+    delete_namespace(kube_api, namespace)
 
 
 @pytest.fixture(name='rendered', scope='module')

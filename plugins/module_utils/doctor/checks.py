@@ -670,6 +670,37 @@ def cluster_policy_findings(policies):
     return found
 
 
+VALIDATION_FIXES = {
+    'driver': 'the driver does not work on <node>, or the validator Pod did not start there: see the driver and operand Pod findings; '
+              'run the driver stage again: ' + SITE,
+    'toolkit': 'containers started through the node\'s NVIDIA runtime do not see the GPUs: see the container runtime findings; '
+               'run the container toolkit stage again: ' + SITE,
+    'cuda': 'vectorAdd failed on the node: its log (evidence) says why; see the driver and Xid findings',
+    'plugin': 'the Node does not advertise its GPUs as its labels describe them, or a Pod requesting them did not run: see the device plugin '
+              'findings and check the device plugin config (sharing replicas, MIG strategy)',
+}
+REVALIDATE = 'ansible-playbook -i <inventory> gpuops.gpu_operator.site --tags validation'
+
+
+def validation_findings(result, pod_findings=()):
+    """The validation stage's result of one node (ConfigMap gpu-validation-results): a finding when it failed.
+
+    pod_findings: the operand-pod-not-ready findings of the node's validation Pods (the validator's, its vectorAdd Pod, the
+    Pods requesting the GPU resources). Where the node's validation failed they tell the same failure again: what they show
+    now goes into the evidence of gpu-validation-failed instead. Otherwise (no result, or one that passed before the Pods
+    broke) they are the findings.
+    """
+    if not result or result.get('state') != 'failed':
+        return list(pod_findings)
+    component = result.get('component')
+    fix = VALIDATION_FIXES.get(component, 'register the node with the cluster: ' + SITE)
+    evidence = list(result.get('evidence') or [])
+    for item in pod_findings:
+        evidence += ['now: ' + item['summary']] + ['now: ' + line for line in item['evidence']]
+    return [finding('gpu-validation-failed', 'error', 'GPU validation failed: %s' % result.get('summary', ''),
+                    evidence, '%s; then validate again: %s' % (fix, REVALIDATE))]
+
+
 def api_findings(errors):
     """Reads of the API the doctor could not make."""
     return [finding('api-read-failed', 'error', 'the doctor could not read %s' % what, [message],

@@ -16,26 +16,11 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
-import datetime
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, objects, operands as operand_objects, plugin_config, policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects, operands as operand_objects, plugin_config, policy
 
-MANAGED_BY = objects.MANAGED_BY
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
-DEFAULT_POLICY = policy.defaults()
-# Accounts with no operand of their own: the validator's vectorAdd pod.
-VALIDATOR_ACCOUNT = 'nvidia-operator-validator'
 _meta = objects.meta
-_merge = policy.merge
-
-
-class ManifestError(GpuOpsError):
-    """Settings that cannot become valid manifests; the message says which setting and why."""
-
-
-def image(spec, where='image'):
-    return images.reference(spec['repository'], spec['image'], spec['version'], where)
 
 
 # --- the operands --------------------------------------------------------------------------------
@@ -75,14 +60,10 @@ def runtime_classes(resolved):
              'handler': name} for name in names]
 
 
-def rbac(namespace):
-    """The validator's ServiceAccount (the operands' accounts and roles come with them, see operands.py)."""
-    return [{'apiVersion': 'v1', 'kind': 'ServiceAccount', 'metadata': _meta(VALIDATOR_ACCOUNT, namespace)}]
-
-
 def prerequisites(namespace='gpu-operator', with_crd=True, spec=None, nodes=None):
-    """Namespace, RuntimeClasses, the validator's account and the ClusterPolicy CRD; `spec` and `nodes` decide the RuntimeClasses."""
-    objects_ = [namespace_object(namespace)] + runtime_classes(policy.resolve(spec, '', nodes)) + rbac(namespace)
+    """Namespace, RuntimeClasses and the ClusterPolicy CRD; `spec` and `nodes` decide the RuntimeClasses. The accounts and
+    RBAC come with what runs under them: the operands (operands.py) and the validator (validation.py)."""
+    objects_ = [namespace_object(namespace)] + runtime_classes(policy.resolve(spec, '', nodes))
     if with_crd:
         objects_.append(cluster_policy_crd())
     return objects_
@@ -203,53 +184,3 @@ def cluster_policy(resolved):
     for section in ('driver', 'toolkit', 'dcgm', 'nodeStatusExporter'):
         spec[section] = {'enabled': False}
     return {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': _meta(POLICY_NAME), 'spec': spec}
-
-
-# --- validation and status -----------------------------------------------------------------------
-
-DEFAULT_VALIDATOR = {'repository': 'nvcr.io/nvidia/k8s', 'image': 'cuda-sample', 'version': 'vectoradd-cuda12.5.0',
-                     'imagePullPolicy': 'IfNotPresent', 'imagePullSecrets': []}
-VALIDATOR_POD = 'nvidia-cuda-validator'
-STATUS_REASONS = ('Reconciled', 'ReconcileFailed', 'OperandNotReady', 'NoGPUNodes')
-
-
-def validator_pod(namespace='gpu-operator', settings=None, registry='', tolerations=None):
-    """The vectorAdd Pod: one nvidia.com/gpu, the GPU toleration, run once."""
-    spec = _merge(DEFAULT_VALIDATOR, settings)
-    if registry and not (settings or {}).get('repository'):
-        spec['repository'] = images.mirrored(spec['repository'], registry)
-    pod = {
-        'restartPolicy': 'Never', 'serviceAccountName': VALIDATOR_ACCOUNT, 'automountServiceAccountToken': False,
-        'runtimeClassName': 'nvidia',
-        'tolerations': DEFAULT_POLICY['daemonsets']['tolerations'] if tolerations is None else tolerations,
-        'containers': [{'name': 'cuda-vectoradd', 'image': image(spec, 'validator'), 'imagePullPolicy': spec['imagePullPolicy'],
-                        'resources': {'limits': {'nvidia.com/gpu': '1'}}}],  # a quantity, as the API returns it
-    }
-    if spec['imagePullSecrets']:
-        pod['imagePullSecrets'] = [{'name': name} for name in spec['imagePullSecrets']]
-    return {'apiVersion': 'v1', 'kind': 'Pod', 'metadata': _meta(VALIDATOR_POD, namespace, {'app': VALIDATOR_POD}), 'spec': pod}
-
-
-def policy_status(current, state, reason, message, generation, namespace, now=None):
-    """The ClusterPolicy status for `state` (ready | notReady) with conditions Ready and Error.
-
-    A condition keeps its lastTransitionTime while its status and reason stay the same, so
-    reporting the same outcome twice changes nothing.
-    """
-    if state not in ('ready', 'notReady'):
-        raise ManifestError('state must be ready or notReady, not %r' % state)
-    if reason not in STATUS_REASONS:
-        raise ManifestError('reason must be one of %s, not %r' % (', '.join(STATUS_REASONS), reason))
-    if (state == 'ready') != (reason == 'Reconciled'):
-        raise ManifestError('state %s does not go with reason %s' % (state, reason))
-    now = now or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
-    previous = {c.get('type'): c for c in (current or {}).get('conditions') or []}
-    conditions = []
-    for kind, status in (('Ready', state == 'ready'), ('Error', reason == 'ReconcileFailed')):
-        condition = {'type': kind, 'status': 'True' if status else 'False', 'reason': reason, 'message': message or reason,
-                     'observedGeneration': generation, 'lastTransitionTime': now}
-        old = previous.get(kind) or {}
-        if old.get('status') == condition['status'] and old.get('reason') == reason:
-            condition['lastTransitionTime'] = old.get('lastTransitionTime', now)
-        conditions.append(condition)
-    return {'state': state, 'namespace': namespace, 'conditions': conditions}

@@ -33,17 +33,20 @@ METRICS_FILE = 'dcgm-metrics.csv'
 METRICS_PATH = '/etc/dcgm-exporter/' + METRICS_FILE
 HPC_JOB_MAPPING = '/var/lib/dcgm-exporter/job-mapping'
 CHECKSUM = 'gpuops.gpu_operator/config-sha256'
-# Names of the operands' DaemonSets and ServiceAccounts (the Operator's), and the deploy label each selects on.
+# Names of the DaemonSets and ServiceAccounts of the operands and of the validator (the Operator's, the validator's rendered
+# by validation.py), and the deploy label each selects on.
 DAEMONSETS = {
     'devicePlugin': 'nvidia-device-plugin-daemonset',
     'mps': 'nvidia-device-plugin-mps-control-daemon',
     'gfd': 'gpu-feature-discovery',
     'dcgmExporter': 'nvidia-dcgm-exporter',
     'migManager': 'nvidia-mig-manager',
+    'validator': 'nvidia-operator-validator',
 }
 ACCOUNTS = {'devicePlugin': 'nvidia-device-plugin', 'gfd': 'nvidia-gpu-feature-discovery', 'dcgmExporter': 'nvidia-dcgm-exporter',
-            'migManager': 'nvidia-mig-manager'}
-DEPLOY = {'devicePlugin': 'device-plugin', 'gfd': 'gpu-feature-discovery', 'dcgmExporter': 'dcgm-exporter', 'migManager': 'mig-manager'}
+            'migManager': 'nvidia-mig-manager', 'validator': 'nvidia-operator-validator'}
+DEPLOY = {'devicePlugin': 'device-plugin', 'gfd': 'gpu-feature-discovery', 'dcgmExporter': 'dcgm-exporter', 'migManager': 'mig-manager',
+          'validator': 'operator-validator'}
 ENTRYPOINTS = {'devicePlugin': 'nvidia-device-plugin-entrypoint', 'migManager': 'nvidia-mig-manager-entrypoint'}
 
 
@@ -59,6 +62,10 @@ RULES = {
                     {'apiGroups': [''], 'resources': ['configmaps'], 'verbs': ['create', 'get', 'list', 'update', 'patch']}],
                    [{'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch', 'update', 'patch']},
                     {'apiGroups': [''], 'resources': ['pods'], 'verbs': ['list']}]),
+    # the validator makes and removes its workload Pods, reads its DaemonSet (their tolerations) and its Node; the Operator's
+    # rule on ClusterPolicy finalizers is left out: nothing here sets owner references to a ClusterPolicy
+    'validator': ([{'apiGroups': [''], 'resources': ['pods'], 'verbs': ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']},
+                   {'apiGroups': ['apps'], 'resources': ['daemonsets'], 'verbs': ['get', 'list', 'watch']}], [_NODES_READ]),
 }
 DCGM_EXPORTER_READ_PODS = 'nvidia-dcgm-exporter-read-pods'
 RBAC_API = 'rbac.authorization.k8s.io/v1'
@@ -278,7 +285,7 @@ def _add_pull_secrets(pod, names):
             secrets.append({'name': name})
 
 
-def _validation_containers(pod, validator):
+def validation_containers(pod, validator):
     """The validation init containers run the validator image as root, with its pull settings and resources."""
     for container in pod['initContainers']:
         if 'validation' in container['name']:
@@ -354,7 +361,7 @@ def _mps_root(pod, root):
             volume['hostPath']['path'] = root + '/shm'
 
 
-def _daemonset(key, name, labels, pod, resolved, namespace, selector=None, checksum=None):
+def daemonset(key, name, labels, pod, resolved, namespace, selector=None, checksum=None):
     """The DaemonSet around a pod spec, with daemonsets.* (priority, tolerations, update strategy, labels, annotations)."""
     common = resolved['daemonsets']
     pod = dict(pod, serviceAccountName=ACCOUNTS['devicePlugin' if key == 'mps' else key], nodeSelector=selector or {deploy_label(key): 'true'},
@@ -411,7 +418,7 @@ def device_plugin(resolved, namespace, nodes):
     configs = _plugin_config_maps(resolved, namespace)
     pod = _device_plugin_layout()
     main = _container(pod, 'nvidia-device-plugin')
-    _validation_containers(pod, resolved['validator'])
+    validation_containers(pod, resolved['validator'])
     _image_settings(pod, main, spec, 'devicePlugin')
     _main_args(main, spec)
     _plugin_config(pod, resolved, spec['resources'])
@@ -425,13 +432,13 @@ def device_plugin(resolved, namespace, nodes):
         set_env(main, 'MPS_ROOT', spec['mps']['root'])
     main['env'] = policy.merge_env(main['env'], spec['env'])
     _host_network(pod, spec['hostNetwork'])
-    plugin = _daemonset('devicePlugin', DAEMONSETS['devicePlugin'], {'app': DAEMONSETS['devicePlugin']}, pod, resolved, namespace,
-                        checksum=_checksum([entrypoint] + configs))
+    plugin = daemonset('devicePlugin', DAEMONSETS['devicePlugin'], {'app': DAEMONSETS['devicePlugin']}, pod, resolved, namespace,
+                       checksum=_checksum([entrypoint] + configs))
 
     # The MPS daemons run where GFD (here gpu_node_labels) labelled the node mps.capable: its config shares with MPS.
     pod = _mps_layout()
     daemon = _container(pod, 'mps-control-daemon-ctr')
-    _validation_containers(pod, resolved['validator'])
+    validation_containers(pod, resolved['validator'])
     for container in pod['initContainers']:
         if container['name'] == 'mps-control-daemon-mounts':
             container['image'] = image(spec, 'devicePlugin')
@@ -444,8 +451,8 @@ def device_plugin(resolved, namespace, nodes):
     if spec['mps']['root'] != policy.DEFAULT_MPS_ROOT:
         _mps_root(pod, spec['mps']['root'])
     _host_network(pod, spec['hostNetwork'])
-    mps = _daemonset('mps', DAEMONSETS['mps'], {'app': DAEMONSETS['mps']}, pod, resolved, namespace,
-                     selector={deploy_label('devicePlugin'): 'true', 'nvidia.com/mps.capable': 'true'}, checksum=_checksum(configs) if configs else None)
+    mps = daemonset('mps', DAEMONSETS['mps'], {'app': DAEMONSETS['mps']}, pod, resolved, namespace,
+                    selector={deploy_label('devicePlugin'): 'true', 'nvidia.com/mps.capable': 'true'}, checksum=_checksum(configs) if configs else None)
     return accounts('devicePlugin', namespace) + [entrypoint] + configs + [plugin, mps]
 
 
@@ -453,7 +460,7 @@ def gpu_feature_discovery(resolved, namespace, _nodes):
     spec = resolved['gfd']
     pod = _gfd_layout()
     main = pod['containers'][0]
-    _validation_containers(pod, resolved['validator'])
+    validation_containers(pod, resolved['validator'])
     _image_settings(pod, main, spec, 'gfd')
     _main_args(main, spec)
     # The user's env comes before the MIG env here, so that MIG_STRATEGY stays mig.strategy (as in the Operator).
@@ -464,7 +471,7 @@ def gpu_feature_discovery(resolved, namespace, _nodes):
     labels = {'app': DAEMONSETS['gfd'], 'app.kubernetes.io/part-of': 'nvidia-gpu'}
     configs = _plugin_config_maps(resolved, namespace)
     checksum = _checksum(configs) if configs else None
-    return accounts('gfd', namespace) + [_daemonset('gfd', DAEMONSETS['gfd'], labels, pod, resolved, namespace, checksum=checksum)]
+    return accounts('gfd', namespace) + [daemonset('gfd', DAEMONSETS['gfd'], labels, pod, resolved, namespace, checksum=checksum)]
 
 
 def dcgm_exporter_reads_pods(resolved):
@@ -480,7 +487,7 @@ def dcgm_exporter(resolved, namespace, service_monitor_crd):
     name = DAEMONSETS['dcgmExporter']
     pod = _dcgm_exporter_layout()
     main = pod['containers'][0]
-    _validation_containers(pod, resolved['validator'])
+    validation_containers(pod, resolved['validator'])
     _image_settings(pod, main, spec, 'dcgmExporter')
     _main_args(main, spec)
     _host_network(pod, spec['hostNetwork'])
@@ -510,7 +517,7 @@ def dcgm_exporter(resolved, namespace, service_monitor_crd):
         if config['create']:
             configs.append(config_map(config['name'], namespace, {METRICS_FILE: config['data']}))
     main['env'] = policy.merge_env(main['env'], spec['env'])
-    workload = _daemonset('dcgmExporter', name, {'app': name}, pod, resolved, namespace, checksum=_checksum(configs) if configs else None)
+    workload = daemonset('dcgmExporter', name, {'app': name}, pod, resolved, namespace, checksum=_checksum(configs) if configs else None)
     service = {'apiVersion': 'v1', 'kind': 'Service',
                'metadata': meta(name, namespace, {'app': name}, {'prometheus.io/scrape': 'true'}),
                'spec': {'selector': {'app': name}, 'ports': [{'name': 'gpu-metrics', 'port': METRICS_PORT, 'targetPort': METRICS_PORT, 'protocol': 'TCP'}]}}
@@ -564,7 +571,7 @@ def mig_manager(resolved, namespace, nodes):
     configs, _unwanted = _mig_config_maps(resolved, namespace)
     pod = _mig_manager_layout()
     main = pod['containers'][0]
-    _validation_containers(pod, resolved['validator'])
+    validation_containers(pod, resolved['validator'])
     _image_settings(pod, main, spec, 'migManager')
     _main_args(main, spec)
     for volume in pod['volumes']:
@@ -585,7 +592,7 @@ def mig_manager(resolved, namespace, nodes):
     main['env'] = policy.merge_env(main['env'], spec['env'])
     _host_network(pod, spec['hostNetwork'])
     return accounts('migManager', namespace) + [entrypoint] + configs + [
-        _daemonset('migManager', name, {'app': name}, pod, resolved, namespace, checksum=_checksum([entrypoint] + configs))]
+        daemonset('migManager', name, {'app': name}, pod, resolved, namespace, checksum=_checksum([entrypoint] + configs))]
 
 
 def render(resolved, namespace, nodes=None, service_monitor_crd=False):

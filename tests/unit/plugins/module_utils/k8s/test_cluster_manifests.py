@@ -23,7 +23,7 @@ from ansible.errors import AnsibleFilterError
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy, validation
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
@@ -72,10 +72,14 @@ def render(scenario):
     return cm.operands(scenario.get('policy'), 'gpu-operator', scenario.get('registry', ''), scenario.get('monitor', False), scenario.get('nodes'))
 
 
+def validator_objects(scenario):
+    return validation.validator('gpu-operator', scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'))['objects']
+
+
 def every_object(scenario):
     rendered = render(scenario)
-    extra = [cm.cluster_policy(rendered['resolved']), cm.validator_pod('gpu-operator', registry=scenario.get('registry', ''))]
-    return rendered['present'] + cm.prerequisites('gpu-operator', True, scenario.get('policy'), scenario.get('nodes')) + extra
+    return rendered['present'] + cm.prerequisites('gpu-operator', True, scenario.get('policy'), scenario.get('nodes')) + [
+        cm.cluster_policy(rendered['resolved'])] + validator_objects(scenario)
 
 
 def by_name(objects, kind):
@@ -369,7 +373,8 @@ def test_filter_reports_setting_errors():
 
 
 def test_rbac_is_the_operators_without_wildcards():
-    objects = render(SCENARIOS['everything on, pull secrets, resources, args, env'])['present']
+    scenario = SCENARIOS['everything on, pull secrets, resources, args, env']
+    objects = render(scenario)['present'] + validator_objects(scenario)
     roles = list(by_name(objects, 'ClusterRole').values()) + list(by_name(objects, 'Role').values())
     assert roles
     for role in roles:
@@ -399,17 +404,3 @@ def test_cluster_policy_object():
     assert spec['driver'] == spec['toolkit'] == {'enabled': False}
     assert spec['cdi'] == {'enabled': False, 'default': False} and spec['operator'] == {'runtimeClass': 'nvidia'}
     assert 'config' not in cm.cluster_policy(render({})['resolved'])['spec']['devicePlugin']
-
-
-def test_policy_status_keeps_transition_times():
-    first = cm.policy_status(None, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-01T00:00:00Z')
-    assert first['state'] == 'notReady'
-    assert [(c['type'], c['status'], c['reason']) for c in first['conditions']] == [('Ready', 'False', 'NoGPUNodes'), ('Error', 'False', 'NoGPUNodes')]
-    again = cm.policy_status(first, 'notReady', 'NoGPUNodes', 'no GPU node', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
-    assert again == first
-    ready = cm.policy_status(first, 'ready', 'Reconciled', '', 3, 'gpu-operator', now='2025-01-02T00:00:00Z')
-    assert [c['lastTransitionTime'] for c in ready['conditions']] == ['2025-01-02T00:00:00Z'] * 2
-    failed = cm.policy_status(ready, 'notReady', 'ReconcileFailed', 'apply failed', 4, 'gpu-operator')
-    assert failed['conditions'][1]['status'] == 'True'
-    with pytest.raises(cm.ManifestError, match='state ready does not go with reason NoGPUNodes'):
-        cm.policy_status(None, 'ready', 'NoGPUNodes', '', 1, 'gpu-operator')

@@ -80,7 +80,7 @@ def test_device_id_must_be_utf8():
 
 def test_missing_socket_is_named(tmp_path):
     if not pod_resources.HAS_GRPC:
-        pytest.fail('grpcio is a test requirement (see tests/cluster/test_k8s_device_plugin.py)')
+        pytest.fail('grpcio is a test requirement (see tests/cluster/test_gpu_resource_capacity.py)')
     with pytest.raises(pod_resources.PodResourcesError, match='socket missing: .*/kubelet.sock'):
         pod_resources.get_allocatable(str(tmp_path / 'kubelet.sock'), timeout=1)
     (tmp_path / 'file').write_text('')

@@ -1,4 +1,4 @@
-"""k8s_device_plugin against the API and a PodResources v1 gRPC server on a unix socket.
+"""gpu_resource_capacity against the API and (node_checks) a PodResources v1 gRPC server on a unix socket.
 
 The server is written here from the field numbers of the public kubernetes/kubelet
 pkg/apis/podresources/v1/api.proto (service v1.PodResourcesLister, GetAllocatableResources):
@@ -6,8 +6,12 @@ its encoder is independent of the module's decoder. The kubelet's and the plugin
 plain bound unix sockets (only their presence is checked). A throw-away Node is created (on a
 real cluster too) and its status set through the status subresource, as a kubelet does.
 """
+import json
+import os
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -19,8 +23,8 @@ import kubernetes
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import pod_resources
-from ansible_collections.gpuops.gpu_operator.plugins.modules import k8s_device_plugin
-from tests.cluster.helpers import unique
+from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_resource_capacity
+from tests.cluster.helpers import REPO, unique
 from tests.module_runner import run_module
 
 GPU = 'nvidia.com/gpu'
@@ -123,9 +127,9 @@ def set_gpus(core, name, capacity, allocatable=None):
 
 
 def run(capsys, kube_api, kubelet_dir, failed=False, **args):
-    args = dict(dict(kubeconfig=kube_api.kubeconfig, socket_dir=str(kubelet_dir / 'device-plugins'),
+    args = dict(dict(kubeconfig=kube_api.kubeconfig, socket_dir=str(kubelet_dir / 'device-plugins'), node_checks=True,
                      pod_resources_socket=str(kubelet_dir / 'pod-resources' / 'kubelet.sock'), timeout=0, poll_interval=0.2), **args)
-    return run_module(capsys, k8s_device_plugin.main, args, failed=failed)
+    return run_module(capsys, gpu_resource_capacity.main, args, failed=failed)
 
 
 def test_registered_with_time_slicing(kube_api, node, kubelet_dir, capsys):
@@ -227,3 +231,39 @@ def test_missing_node_and_labels(kube_api, node, kubelet_dir, capsys):
                              'give expected_count or gpu_count' % name)
     result = run(capsys, kube_api, kubelet_dir, node_name=name, resource_name='gpu', failed=True)
     assert result['failed'] is True and result['msg'].startswith('resource_name must be an extended resource name')
+
+
+def test_from_the_api_host_only_the_node_is_checked(kube_api, node, capsys):
+    """Without node_checks (the validation stage runs it on the API host) no socket nor PodResources is looked at."""
+    name, core = node
+    set_gpus(core, name, 4)
+    args = dict(kubeconfig=kube_api.kubeconfig, node_name=name, timeout=0, socket_dir='/nonexistent', pod_resources_socket='/nonexistent/kubelet.sock')
+    result = run_module(capsys, gpu_resource_capacity.main, args)
+    assert 'failed' not in result, result['msg']
+    assert result['registered'] is True and result['sockets'] == {} and result['devices'] == []
+    assert result['pod_resources'] == 'skipped: node_checks is false'
+    set_gpus(core, name, 1)
+    result = run_module(capsys, gpu_resource_capacity.main, args, failed=True)
+    assert result['failed'] is True and result['msg'] == (
+        'nvidia.com/gpu not registered on Node %s after 0s: count mismatch: Node %s capacity nvidia.com/gpu is 1, expected 4 '
+        '(label nvidia.com/gpu.count, label nvidia.com/gpu.replicas): sharing with 4 replicas is expected but capacity is not multiplied '
+        '(is the device plugin config applied?); count mismatch: Node %s allocatable nvidia.com/gpu is 1, expected 4 '
+        '(unhealthy devices are not allocatable)' % (name, name, name))
+
+
+def test_the_old_name_still_works(kube_api, node, tmp_path):
+    """gpuops.gpu_operator.k8s_device_plugin redirects here (meta/runtime.yml), with a deprecation warning."""
+    name, core = node
+    set_gpus(core, name, 4)
+    playbook = tmp_path / 'old_name.yml'
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'tasks': [
+        {'name': 'Old name', 'gpuops.gpu_operator.k8s_device_plugin': {'node_name': name, 'timeout': 0}, 'register': 'found'},
+        {'name': 'Checked', 'ansible.builtin.assert': {'that': ['found.registered', 'found.capacity == 4']}}]}]))
+    env = dict(kube_api.env(), ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_NOCOLOR='1')
+    env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    result = subprocess.run([ansible, '-i', 'localhost,', '-c', 'local', str(playbook), '-e', f'ansible_python_interpreter={sys.executable}'],
+                            env=env, capture_output=True, text=True, timeout=120, check=False, cwd=REPO)
+    out = result.stdout + result.stderr
+    assert result.returncode == 0, out
+    assert 'k8s_device_plugin has been deprecated' in ' '.join(out.split()), out

@@ -8,19 +8,24 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 DOCUMENTATION = r'''
-module: k8s_device_plugin
-short_description: Prove on a node that NVIDIA's device plugin registered its resource with the kubelet
+module: gpu_resource_capacity
+short_description: Wait until a Node advertises its GPU resource with the expected count
 description:
-  - Runs on the GPU node and waits until every sign of a registered device plugin is there, polling until O(timeout).
-  - The kubelet's registration socket C(kubelet.sock) and the plugin's socket (C(nvidia-<name>.sock), where C(<name>) is
-    O(resource_name) after the C(/), as NVIDIA's k8s-device-plugin names it) exist in O(socket_dir).
-  - The Node's C(status.capacity) and C(status.allocatable) list O(resource_name) with the expected count.
-  - When the grpcio library is importable, the kubelet's PodResources v1 C(GetAllocatableResources) on
-    O(pod_resources_socket) lists as many device IDs of O(resource_name); without grpcio that check is skipped and
-    RV(pod_resources) says so. Neither protobuf nor grpcio is required.
-  - Fails with a message naming each missing piece (socket, capacity) and each count mismatch, for example
+  - The first check of the plugin validation (role gpuops.gpu_operator.gpu_cluster_validator runs it for every GPU node
+    and every resource the node should advertise, before any Pod requests it) - waits until the Node's
+    C(status.capacity) and C(status.allocatable) list O(resource_name) with the expected count (GPUs x replicas),
+    polling until O(timeout).
+  - Runs on any host that reaches the Kubernetes API. With O(node_checks=true), run on the GPU node itself, it also
+    checks what the kubelet shows there - its registration socket C(kubelet.sock) and the plugin's socket
+    (C(nvidia-<name>.sock), where C(<name>) is O(resource_name) after the C(/), as NVIDIA's k8s-device-plugin names
+    it) in O(socket_dir), and, when the grpcio library is importable, that the kubelet's PodResources v1
+    C(GetAllocatableResources) on O(pod_resources_socket) lists as many device IDs of O(resource_name) (without grpcio
+    that check is skipped and RV(pod_resources) says so; neither protobuf nor grpcio is required).
+  - Fails with a message naming each missing piece (capacity, socket) and each count mismatch, for example
     time-slicing configured but the capacity not multiplied.
   - Never changes anything.
+  - Was called C(gpuops.gpu_operator.k8s_device_plugin), which still redirects here; that name checked the sockets by
+    default, this one with O(node_checks=true).
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)
@@ -49,6 +54,12 @@ options:
   replicas:
     description: Replicas per device under time-slicing or MPS; the C(<resource>.replicas) label, else 1, when unset.
     type: int
+  node_checks:
+    description:
+      - Also check the kubelet's and the plugin's sockets in O(socket_dir) and the PodResources API on
+        O(pod_resources_socket). Only the GPU node itself shows them; run the module there.
+    type: bool
+    default: false
   timeout:
     description: Seconds to wait for the plugin to register; C(0) checks once.
     type: int
@@ -58,17 +69,18 @@ options:
     type: float
     default: 2
   socket_dir:
-    description: The kubelet's device plugin directory.
+    description: The kubelet's device plugin directory (with O(node_checks=true)).
     type: path
     default: /var/lib/kubelet/device-plugins
   pod_resources_socket:
-    description: The kubelet's PodResources API socket.
+    description: The kubelet's PodResources API socket (with O(node_checks=true)).
     type: path
     default: /var/lib/kubelet/pod-resources/kubelet.sock
 extends_documentation_fragment:
   - gpuops.gpu_operator.k8s_auth
 requirements:
-  - grpcio (optional) for the PodResources check
+  - kubernetes (the Python client)
+  - grpcio (optional) for the PodResources check with O(node_checks=true)
 notes:
   - Supports check mode (it only reads).
   - A module cannot print while it runs; each change seen while waiting is returned in RV(progress) (shown with C(-v))
@@ -76,19 +88,24 @@ notes:
 '''
 
 EXAMPLES = r'''
-- name: Wait for the device plugin on this node (count from the nfd_labels labels)
-  gpuops.gpu_operator.k8s_device_plugin:
-    node_name: "{{ ansible_facts.nodename }}"
+- name: Wait until the Node advertises its GPUs (count from the nfd_labels labels)
+  gpuops.gpu_operator.gpu_resource_capacity:
+    node_name: gpu-1
     timeout: 300
 
+- name: On the node itself, also the kubelet's sockets and PodResources
+  gpuops.gpu_operator.gpu_resource_capacity:
+    node_name: "{{ ansible_facts.nodename }}"
+    node_checks: true
+
 - name: Four time-sliced replicas of one GPU
-  gpuops.gpu_operator.k8s_device_plugin:
+  gpuops.gpu_operator.gpu_resource_capacity:
     node_name: gpu-1
     gpu_count: 1
     replicas: 4
 
 - name: A MIG resource under the mixed strategy
-  gpuops.gpu_operator.k8s_device_plugin:
+  gpuops.gpu_operator.gpu_resource_capacity:
     node_name: gpu-2
     resource_name: nvidia.com/mig-1g.10gb
     expected_count: 7
@@ -100,7 +117,7 @@ registered:
   returned: always
   type: bool
 sockets:
-  description: Each socket checked and whether a unix socket is there.
+  description: Each socket checked and whether a unix socket is there; empty without O(node_checks).
   returned: always
   type: dict
   sample: {/var/lib/kubelet/device-plugins/kubelet.sock: true, /var/lib/kubelet/device-plugins/nvidia-gpu.sock: true}
@@ -115,13 +132,13 @@ allocatable:
   type: int
   sample: 4
 devices:
-  description: Device IDs of O(resource_name) from PodResources GetAllocatableResources; empty when skipped.
+  description: Device IDs of O(resource_name) from PodResources GetAllocatableResources; empty when not checked.
   returned: always
   type: list
   elements: str
   sample: [GPU-0f5a7b4c-0000-0000-0000-000000000000]
 pod_resources:
-  description: Whether the PodResources check ran (C(checked)) or why it was skipped.
+  description: Whether the PodResources check ran (C(checked)), failed, or why it did not run.
   returned: always
   type: str
   sample: 'skipped: grpcio is not installed'
@@ -166,8 +183,9 @@ def observe(module, api):
     """One look at sockets, Node and PodResources; returns (result fields, problems)."""
     params = module.params
     name, resource = params['node_name'], params['resource_name']
-    sockets = check.observe_sockets(params['socket_dir'], resource)
-    found = dict(sockets=sockets, capacity=None, allocatable=None, expected=None, devices=[], pod_resources='skipped: grpcio is not installed')
+    sockets = check.observe_sockets(params['socket_dir'], resource) if params['node_checks'] else {}
+    found = dict(sockets=sockets, capacity=None, allocatable=None, expected=None, devices=[],
+                 pod_resources='skipped: grpcio is not installed' if params['node_checks'] else 'skipped: node_checks is false')
     node = read_node_if_any(api, name)
     if node is None:
         # Nothing to compare with yet (the kubelet registers the Node): report the sockets and wait.
@@ -178,7 +196,7 @@ def observe(module, api):
     found.update(capacity=capacity, allocatable=allocatable, expected=want)
     problems = []
     devices = None
-    if pod_resources.HAS_GRPC:
+    if params['node_checks'] and pod_resources.HAS_GRPC:
         try:
             entries = pod_resources.get_allocatable(params['pod_resources_socket'], timeout=max(params['poll_interval'], 5))
             devices = pod_resources.device_ids(entries, resource)
@@ -197,6 +215,7 @@ def main():
         expected_count=dict(type='int'),
         gpu_count=dict(type='int'),
         replicas=dict(type='int'),
+        node_checks=dict(type='bool', default=False),
         timeout=dict(type='int', default=120),
         poll_interval=dict(type='float', default=2),
         socket_dir=dict(type='path', default=check.DEFAULT_SOCKET_DIR),
@@ -228,7 +247,7 @@ def main():
         seen = '; '.join(problems) or 'registered'
         if seen != last:
             result['progress'].append('%.1fs: %s' % (elapsed, seen))
-            module.log('k8s_device_plugin %s %s: %s' % (params['node_name'], params['resource_name'], seen))
+            module.log('gpu_resource_capacity %s %s: %s' % (params['node_name'], params['resource_name'], seen))
             last = seen
         if not problems:
             module.exit_json(**result)

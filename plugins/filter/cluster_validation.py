@@ -1,0 +1,59 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Filters of the validation stage (see module_utils/k8s/validation.py and policy_status.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
+
+
+def plugin_validation_pods(capacity_results, namespace, rendered):
+    """The plugin validation Pods of the nodes whose every capacity check passed: no Pod is made before that."""
+    checks = validation.capacity_checks(capacity_results)
+    failed = {check['node'] for check in checks if not check['passed']}
+    return validation.plugin_pods(namespace, rendered, [check for check in checks if check['node'] not in failed])
+
+
+def gpu_node_name(host, hostvars):
+    """The Node name of an inventory host, as the node labels stage names it (gpu_node_labels_node_name, else its nodename)."""
+    facts = hostvars[host]
+    return facts.get('gpu_node_labels_node_name') or (facts.get('ansible_facts') or {}).get('nodename') or host.split('.')[0]
+
+
+def stopped_gpu_nodes(hosts, hostvars):
+    """[{node, stage, failure}] of the hosts whose node stages did not all finish in this run (site.yml records them)."""
+    stopped = []
+    for host in hosts or []:
+        facts = hostvars[host]
+        if facts.get('site_node_stage') != 'done':
+            stopped.append({'node': gpu_node_name(host, hostvars), 'stage': facts.get('site_node_stage') or 'setup',
+                            'failure': facts.get('site_node_failure') or 'unreachable'})
+    return stopped
+
+
+def validation_failures(results, hosts, hostvars):
+    """What the run fails with, per inventory host of the GPU nodes, and for the failed GPU Nodes outside the inventory."""
+    return validation.failures(results, {host: gpu_node_name(host, hostvars) for host in hosts or []})
+
+
+class FilterModule(object):
+    """cluster_validator, validation_targets, plugin_validation_pods, validation_report, cluster_policy_outcome,
+    gpu_node_name, stopped_gpu_nodes and validation_failures."""
+
+    def filters(self):
+        return {
+            'cluster_validator': checked(validation.validator),
+            'validation_targets': checked(validation.targets),
+            'plugin_validation_pods': checked(plugin_validation_pods),
+            'validation_report': checked(validation.report),
+            'cluster_policy_outcome': checked(policy_status.outcome),
+            'gpu_node_name': gpu_node_name,
+            'stopped_gpu_nodes': stopped_gpu_nodes,
+            'validation_failures': checked(validation_failures),
+        }

@@ -1,0 +1,434 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Per-node GPU validation as the GPU Operator does it, and the result of each node (pure functions).
+
+The objects follow NVIDIA/gpu-operator v26.7.0 (assets/state-operator-validation, TransformValidator in
+controllers/object_controls.go, cmd/nvidia-validator): the DaemonSet `nvidia-operator-validator` runs
+NVIDIA's validator image on every node labelled nvidia.com/gpu.deploy.operator-validator=true, one init
+container per component in the Operator's order (driver, toolkit, cuda, plugin), each writing its
+/run/nvidia/validations/<component>-ready file; its Pod is Ready only when all of them passed. The cuda
+component runs a vectorAdd Pod pinned to the node; the plugin component checks that the Node advertises a
+GPU resource. After that, the validation stage checks what the Operator's default leaves out: the Node
+advertises each resource it should with GPUs x replicas (module gpu_resource_capacity), and a Pod
+requesting one of each runs vectorAdd on the node (`plugin_pods()`).
+
+`validator_state()` and `plugin_state()` read a node's Pods into a result; `report()` joins the results
+of every step into one per node: {node, state (passed | failed | skipped), component, summary, evidence}.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import copy
+import hashlib
+import re
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, plugin_config, policy as cluster_policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.operands import field_env, host_path, mount, value_env
+
+VALIDATOR = operands.DAEMONSETS['validator']  # the DaemonSet, its Pods' app label, its ServiceAccount, Role and ClusterRole
+VALIDATOR_LABELS = {'app': VALIDATOR, 'app.kubernetes.io/part-of': 'gpu-operator'}
+DEPLOY_LABEL = operands.deploy_label('validator')
+GPU_PRESENT = 'nvidia.com/gpu.present'
+COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')  # the init containers' order: each runs when the one before passed
+CUDA_APP = 'nvidia-cuda-validator'  # the vectorAdd Pod the cuda component creates
+PLUGIN_APP = 'nvidia-device-plugin-validator'  # the Pods requesting a GPU resource (created by this collection)
+RESOURCE_ANNOTATION = 'gpuops.gpu_operator/gpu-resource'
+VALIDATIONS_DIR = operands.VALIDATIONS
+RESULTS_CONFIG_MAP = 'gpu-validation-results'
+_MIG_COUNT_LABEL = re.compile(r'^nvidia\.com/(mig-.+)\.count$')
+# What a node advertises is named nvidia.com/gpu*, or nvidia.com/mig-* under the mixed strategy (the validator's prefixes).
+GPU_RESOURCE_PREFIXES = ('nvidia.com/gpu', 'nvidia.com/mig-')
+
+
+# --- the objects ----------------------------------------------------------------------------------
+
+def validator_image(validator):
+    """{reference, pull_policy, pull_secrets} of NVIDIA's validator image, from the resolved ClusterPolicy `validator`
+    section: the image the operands' validation init containers run too (operands.validation_containers)."""
+    return {'reference': operands.image(validator, 'validator'), 'pull_policy': validator['imagePullPolicy'],
+            'pull_secrets': list(validator['imagePullSecrets'])}
+
+
+def _workload_env(image, runtime_class):
+    """What TransformValidatorComponent gives the cuda and plugin init containers to build their workload Pods."""
+    env = [value_env('VALIDATOR_IMAGE', image['reference']), value_env('VALIDATOR_IMAGE_PULL_POLICY', image['pull_policy'])]
+    if image['pull_secrets']:
+        env.append(value_env('VALIDATOR_IMAGE_PULL_SECRETS', ','.join(image['pull_secrets'])))
+    if runtime_class:
+        env.append(value_env('VALIDATOR_RUNTIME_CLASS', runtime_class))
+    return env
+
+
+def _validations_mount():
+    return mount('run-nvidia-validations', VALIDATIONS_DIR, propagation='Bidirectional')
+
+
+def _init_container(component, env, mounts, security):
+    return {'name': component + '-validation', 'command': ['sh', '-c'], 'args': ['nvidia-validator'], 'env': env,
+            'securityContext': security, 'volumeMounts': mounts}
+
+
+def _layout(resolved, image):
+    """The Operator's validator Pod (assets/state-operator-validation), with the component env TransformValidator adds."""
+    namespace_env = field_env('OPERATOR_NAMESPACE', 'metadata.namespace')
+    node_env = field_env('NODE_NAME', 'spec.nodeName')
+    workload = _workload_env(image, resolved['operator']['runtimeClass'])
+    init = [
+        _init_container('driver', [value_env('WITH_WAIT', 'true'), value_env('COMPONENT', 'driver'), namespace_env],
+                        [mount('host-root', '/host', read_only=True, propagation='HostToContainer'),
+                         mount('driver-install-dir', '/run/nvidia/driver', propagation='HostToContainer'),
+                         _validations_mount(), mount('host-dev-char', '/host-dev-char')],
+                        {'privileged': True, 'seLinuxOptions': {'level': 's0'}}),
+        _init_container('toolkit', [value_env('NVIDIA_VISIBLE_DEVICES', 'all'), value_env('WITH_WAIT', 'false'), value_env('COMPONENT', 'toolkit')],
+                        [_validations_mount()], {'privileged': True}),
+        _init_container('cuda', [value_env('WITH_WAIT', 'false'), value_env('COMPONENT', 'cuda'), node_env, namespace_env] + workload,
+                        [_validations_mount()], {'privileged': True}),
+    ]
+    if resolved['devicePlugin']['enabled']:  # the Operator removes the plugin init container when the device plugin is disabled
+        # WITH_WORKLOAD=false as the Operator ships it: the Pod requesting the resource is this collection's (plugin_pods).
+        init.append(_init_container('plugin', [
+            value_env('COMPONENT', 'plugin'), value_env('WITH_WAIT', 'false'), value_env('WITH_WORKLOAD', 'false'),
+            value_env('MIG_STRATEGY', resolved['mig']['strategy']), node_env, namespace_env] + workload, [_validations_mount()], {'privileged': True}))
+    main = {
+        'name': VALIDATOR, 'command': ['sh', '-c'], 'args': ['echo all validations are successful; while true; do sleep 86400; done'],
+        'securityContext': {'privileged': True},
+        # The Operator's: a node whose validator goes away has no stale ready files.
+        'lifecycle': {'preStop': {'exec': {'command': ['sh', '-c', 'rm -f %s/*-ready' % VALIDATIONS_DIR]}}},
+        'volumeMounts': [_validations_mount()],
+    }
+    return {'initContainers': init, 'containers': [main],
+            'volumes': [host_path('run-nvidia-validations', VALIDATIONS_DIR, 'DirectoryOrCreate'), host_path('driver-install-dir', '/run/nvidia/driver'),
+                        host_path('host-root', '/'), host_path('host-dev-char', '/dev/char')]}
+
+
+def daemonset(namespace, resolved):
+    """The Operator's nvidia-operator-validator DaemonSet: its layout, the validator image on every container (as
+    TransformValidator sets it), then what every operand DaemonSet gets (operands.daemonset: daemonsets.*, the runtime
+    class)."""
+    validator = resolved['validator']
+    pod = _layout(resolved, validator_image(validator))
+    operands.validation_containers(pod, validator)
+    main = pod['containers'][0]
+    main['image'] = operands.image(validator, 'validator')
+    main['imagePullPolicy'] = validator['imagePullPolicy']
+    main['securityContext']['runAsUser'] = 0
+    if validator['resources']:
+        main['resources'] = copy.deepcopy(validator['resources'])
+    return operands.daemonset('validator', VALIDATOR, dict(VALIDATOR_LABELS), pod, resolved, namespace)
+
+
+def validator(namespace='gpu-operator', policy=None, registry='', nodes=None):
+    """Everything the validation stage applies and needs to know, rendered (and so checked) before anything is applied.
+
+    policy: the ClusterPolicy settings (gpu_cluster_operands_policy), resolved by the same function as the operands': its
+    `validator` section is the image here and in the operands' validation init containers; daemonsets (tolerations,
+    priorityClassName, labels, ...), mig.strategy, devicePlugin.enabled and devicePlugin.config shape the validation.
+    registry: the collection-wide mirror (gpu_operator_registry). nodes: the GPU nodes' container toolkit settings, which
+    decide the runtime class, as for the operands (policy.resolve).
+    """
+    resolved = cluster_policy.resolve(policy, registry, nodes)
+    return {
+        'objects': operands.accounts('validator', namespace) + [daemonset(namespace, resolved)],
+        'image': validator_image(resolved['validator']), 'runtime_class': resolved['operator']['runtimeClass'],
+        'tolerations': resolved['daemonsets']['tolerations'], 'mig_strategy': resolved['mig']['strategy'],
+        'plugin': bool(resolved['devicePlugin']['enabled']), 'device_plugin_config': resolved['devicePlugin']['config'],
+    }
+
+
+# --- which nodes, which resources -------------------------------------------------------------------
+
+def _renamed(node_config):
+    """Resources that sharing advertises as <name>.shared (renameByDefault) in the device plugin config a node runs."""
+    for sharing in ((node_config or {}).get('sharing') or {}).values():
+        if (sharing or {}).get('renameByDefault'):
+            return {(resource or {}).get('name') for resource in sharing.get('resources') or []}
+    return set()
+
+
+def _positive(labels, key):
+    try:
+        return int(labels.get(key, '0')) > 0
+    except ValueError:
+        return True  # a malformed count is gpu_resource_capacity's to report
+
+
+def gpu_resources(labels, mig_strategy='single', node_config=None):
+    """The GPU resources a Node should advertise, from its GPU feature discovery labels and the device plugin config it runs.
+
+    nvidia.com/gpu for full GPUs (and MIG devices under the single strategy), nvidia.com/mig-<profile> for
+    each profile under the mixed strategy; <name>.shared where sharing renames the resource. A GPU node
+    whose labels describe nothing gets nvidia.com/gpu, so that its check says which label is missing.
+    """
+    renamed = _renamed(node_config)
+    names = []
+    if _positive(labels, 'nvidia.com/gpu.count') and labels.get('nvidia.com/gpu.replicas') != '0':
+        names.append('nvidia.com/gpu')
+    if mig_strategy == 'mixed':
+        names += ['nvidia.com/' + match.group(1) for match in sorted(filter(None, map(_MIG_COUNT_LABEL.match, labels)), key=lambda m: m.group(1))
+                  if _positive(labels, match.group(0))]
+    return [name + '.shared' if name in renamed else name for name in names or ['nvidia.com/gpu']]
+
+
+def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_plugin_config=None):
+    """The nodes to validate: every Node matching `selector` (default nvidia.com/gpu.present=true) and every node of the run.
+
+    Each is {node, exists, skip (why it is not validated, or ''), resources}. A node labelled
+    nvidia.com/gpu.deploy.operator-validator=false is skipped, as the Operator's DaemonSet skips it.
+    device_plugin_config: the ClusterPolicy's devicePlugin.config ({name, default, data}); each node runs the config its
+    label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (plugin_config.selected).
+    """
+    selector = selector if selector is not None else {GPU_PRESENT: 'true'}
+    spec = device_plugin_config or {}
+    available = plugin_config.configs(spec, mig_strategy)
+    by_name = {node['metadata']['name']: node for node in nodes or []}
+    chosen = [name for name, node in sorted(by_name.items())
+              if all(((node['metadata'].get('labels') or {}).get(key)) == value for key, value in selector.items())]
+    chosen += sorted(set(run_nodes or []) - set(chosen))
+    found = []
+    for name in chosen:
+        node = by_name.get(name)
+        labels = ((node or {}).get('metadata') or {}).get('labels') or {}
+        skip = ''
+        if labels.get(DEPLOY_LABEL) == 'false':
+            skip = 'the Node is labelled %s=false' % DEPLOY_LABEL
+        found.append({'node': name, 'exists': node is not None, 'skip': skip,
+                      'resources': gpu_resources(labels, mig_strategy, available.get(plugin_config.selected(spec, labels.get(plugin_config.NODE_LABEL))))
+                      if node is not None else []})
+    return found
+
+
+def plugin_pod_name(node, resource):
+    return '%s-%s' % (PLUGIN_APP, hashlib.sha256(('%s/%s' % (node, resource)).encode('utf-8')).hexdigest()[:10])
+
+
+def plugin_pods(namespace, rendered, checks):
+    """One Pod per (node, resource) that passed its capacity check: vectorAdd on one unit of that resource, pinned to the node.
+
+    The Operator's plugin-workload-validation Pod (validator/manifests), as cmd/nvidia-validator fills it in, except
+    restartPolicy Never: a failed vectorAdd ends the Pod (phase Failed) instead of restarting it until the wait ends.
+    """
+    pods = []
+    image_settings = rendered['image']
+    for check in checks:
+        node, resource = check['node'], check['resource']
+        quantity = {resource: '1'}  # a quantity, as the API returns it
+        spec = {
+            'nodeName': node, 'restartPolicy': 'Never', 'serviceAccountName': operands.ACCOUNTS['validator'],
+            'tolerations': copy.deepcopy(rendered['tolerations']),
+            'initContainers': [{'name': 'plugin-validation', 'image': image_settings['reference'], 'imagePullPolicy': image_settings['pull_policy'],
+                                'command': ['sh', '-c'], 'args': ['vectorAdd'], 'securityContext': {'allowPrivilegeEscalation': False},
+                                'resources': {'limits': quantity, 'requests': dict(quantity)}}],
+            'containers': [{'name': PLUGIN_APP, 'image': image_settings['reference'], 'imagePullPolicy': image_settings['pull_policy'],
+                            'command': ['sh', '-c'], 'args': ['echo device-plugin workload validation is successful'],
+                            'securityContext': {'allowPrivilegeEscalation': False, 'readOnlyRootFilesystem': True}}],
+        }
+        if rendered['runtime_class']:
+            spec['runtimeClassName'] = rendered['runtime_class']
+        if image_settings['pull_secrets']:
+            spec['imagePullSecrets'] = [{'name': name} for name in image_settings['pull_secrets']]
+        metadata = meta(plugin_pod_name(node, resource), namespace, {'app': PLUGIN_APP})
+        metadata['annotations'] = {RESOURCE_ANNOTATION: resource}
+        pods.append({'apiVersion': 'v1', 'kind': 'Pod', 'metadata': metadata, 'spec': spec})
+    return pods
+
+
+# --- reading a node's Pods --------------------------------------------------------------------------
+
+def _ready(pod):
+    return any(c.get('type') == 'Ready' and c.get('status') == 'True' for c in (pod.get('status') or {}).get('conditions') or [])
+
+
+def _container_lines(pod, names=None):
+    """Evidence lines for the containers of a Pod (those in `names` when given) that wait, end or restarted."""
+    status = pod.get('status') or {}
+    lines = []
+    for container in (status.get('initContainerStatuses') or []) + (status.get('containerStatuses') or []):
+        if names is not None and container.get('name') not in names:
+            continue
+        for kind, detail in sorted((container.get('state') or {}).items()):
+            if kind == 'running' or not detail or (kind == 'terminated' and detail.get('exitCode') == 0):
+                continue
+            exit_code = ' (exit %s)' % detail['exitCode'] if 'exitCode' in detail else ''
+            lines.append('container %s %s: %s%s%s' % (container.get('name'), kind, detail.get('reason') or '', exit_code,
+                                                      ': ' + detail['message'] if detail.get('message') else ''))
+        last = (container.get('lastState') or {}).get('terminated')
+        if last and container.get('restartCount'):
+            lines.append('container %s restarted %d time(s), last exit %s%s' % (
+                container.get('name'), container['restartCount'], last.get('exitCode'), ' (%s)' % last['reason'] if last.get('reason') else ''))
+    return lines
+
+
+def pod_evidence(pod, events, log=None, log_lines=10, containers=None):
+    """What a Pod shows: phase, containers, conditions not met, its events and its log tail."""
+    meta, status = pod['metadata'], pod.get('status') or {}
+    lines = ['Pod %s/%s phase %s%s' % (meta.get('namespace'), meta['name'], status.get('phase') or 'unknown',
+                                       ' (%s: %s)' % (status.get('reason'), status.get('message') or '') if status.get('reason') else '')]
+    lines += _container_lines(pod, containers)
+    lines += ['condition %s=%s %s%s' % (c.get('type'), c.get('status'), c.get('reason'), ': ' + c['message'] if c.get('message') else '')
+              for c in status.get('conditions') or [] if c.get('status') != 'True' and c.get('reason')]
+    lines += ['event %s %s: %s' % (e.get('type') or '', e.get('reason') or '', e.get('message') or '') for e in pod_events(pod, events)]
+    tail = [line for line in (log or '').splitlines() if line.strip()][-log_lines:] if log_lines else []
+    lines += ['log: %s' % line for line in tail]
+    return lines
+
+
+def pod_events(pod, events):
+    name = pod['metadata']['name']
+    return [e for e in events or [] if (e.get('involvedObject') or {}).get('kind') == 'Pod' and e['involvedObject'].get('name') == name]
+
+
+def _pending(component, summary, container=None):
+    return {'state': 'pending', 'component': component, 'summary': summary, 'container': container}
+
+
+def validator_state(pod):
+    """Where a node's validator Pod is: passed (Ready), or pending with the first component that has not passed.
+
+    The Pod restarts a failed init container (restartPolicy Always, as the Operator's), so only the end of
+    the wait turns a pending node into a failed one; `summary` then says whether that component failed
+    (exited non-zero), is still running or did not run.
+    """
+    if pod is None:
+        return _pending('driver', 'driver validation did not run: no %s Pod on the Node' % VALIDATOR)
+    if _ready(pod):
+        checked = [c['name'][:-len('-validation')] for c in (pod.get('spec') or {}).get('initContainers') or [] if c['name'].endswith('-validation')]
+        return {'state': 'passed', 'component': None, 'summary': '%s validation passed' % ', '.join(checked), 'container': None}
+    statuses = {c.get('name'): c for c in (pod.get('status') or {}).get('initContainerStatuses') or []}
+    started = False
+    for container in (pod.get('spec') or {}).get('initContainers') or []:
+        name = container['name']
+        component = name[:-len('-validation')] if name.endswith('-validation') else name
+        status = statuses.get(name) or {}
+        state = status.get('state') or {}
+        terminated, last = state.get('terminated'), (status.get('lastState') or {}).get('terminated')
+        if terminated and terminated.get('exitCode') == 0:
+            started = True
+            continue
+        if terminated or last:
+            detail = terminated or last
+            return _pending(component, '%s validation failed: %s exited %s%s' % (
+                component, name, detail.get('exitCode'), ' (%s)' % detail['reason'] if detail.get('reason') else ''), name)
+        if 'running' in state:
+            return _pending(component, '%s validation did not finish: %s is still running' % (component, name), name)
+        waiting = state.get('waiting') or {}
+        why = '%s%s' % (waiting.get('reason') or 'not started', ': ' + waiting['message'] if waiting.get('message') else '')
+        where = 'the Pod did not start' if not started else '%s did not start' % name
+        return _pending(component, '%s validation did not run: %s (%s)' % (component, where, why), name)
+    return _pending(None, 'every validation passed but the %s container is not ready' % VALIDATOR, VALIDATOR)
+
+
+def plugin_state(pods):
+    """The plugin Pods of one node: passed when every one Succeeded, failed when one Failed, else pending."""
+    if not pods:
+        return _pending('plugin', 'plugin validation did not run: no %s Pod on the Node' % PLUGIN_APP)
+    for pod in pods:
+        phase = (pod.get('status') or {}).get('phase')
+        resource = (pod['metadata'].get('annotations') or {}).get(RESOURCE_ANNOTATION, '?')
+        if phase == 'Failed':
+            return {'state': 'failed', 'component': 'plugin', 'container': 'plugin-validation',
+                    'summary': 'plugin validation failed: the Pod requesting %s failed on the Node' % resource, 'pod': pod['metadata']['name']}
+    waiting = [pod for pod in pods if (pod.get('status') or {}).get('phase') != 'Succeeded']
+    if not waiting:
+        resources = sorted((p['metadata'].get('annotations') or {}).get(RESOURCE_ANNOTATION, '?') for p in pods)
+        return {'state': 'passed', 'component': None, 'summary': 'a Pod requesting %s ran vectorAdd' % ', '.join(resources), 'container': None}
+    pod = waiting[0]
+    resource = (pod['metadata'].get('annotations') or {}).get(RESOURCE_ANNOTATION, '?')
+    return dict(_pending('plugin', 'plugin validation did not finish: the Pod requesting %s is %s' % (
+        resource, (pod.get('status') or {}).get('phase') or 'not scheduled'), 'plugin-validation'), pod=pod['metadata']['name'])
+
+
+def node_evidence(node):
+    """The Node's side: the validator's deploy label, the GPU resources it advertises and its taints."""
+    if node is None:
+        return ['no Node object: the kubelet has not registered the node']
+    labels = node['metadata'].get('labels') or {}
+    status = node.get('status') or {}
+    capacity = status.get('capacity') or {}
+    allocatable = status.get('allocatable') or {}
+    gpus = ['%s capacity %s allocatable %s' % (name, capacity[name], allocatable.get(name, '-'))
+            for name in sorted(capacity) if name.startswith(GPU_RESOURCE_PREFIXES)]
+    lines = ['Node label %s=%s' % (DEPLOY_LABEL, labels[DEPLOY_LABEL]) if DEPLOY_LABEL in labels else 'Node has no label %s' % DEPLOY_LABEL,
+             'Node advertises %s' % ('; '.join(gpus) if gpus else 'no nvidia.com/gpu or nvidia.com/mig-* resource')]
+    lines += ['Node taint %s%s:%s' % (t.get('key'), '=' + t['value'] if t.get('value') else '', t.get('effect'))
+              for t in (node.get('spec') or {}).get('taints') or []]
+    return lines
+
+
+# --- one result per node ----------------------------------------------------------------------------
+
+def result(node, state, component=None, summary='', evidence=()):
+    return {'node': node, 'state': state, 'component': component, 'summary': summary, 'evidence': list(evidence)}
+
+
+def report(targets_found, validator_results, capacity_results=(), plugin_results=None, plugin_enabled=True):
+    """One result per target node, in the Operator's component order: the first step a node did not pass decides.
+
+    validator_results, plugin_results: {node: result} of module gpu_validation_results (plugin_results None when
+    the plugin Pods were not made). capacity_results: the async_status results of the gpu_resource_capacity jobs.
+    """
+    failed_capacity = {}
+    for check in capacity_checks(capacity_results):
+        if not check.get('passed'):
+            failed_capacity.setdefault(check['node'], []).append(check)
+    found = []
+    for target in targets_found:
+        name = target['node']
+        if target['skip']:
+            found.append(result(name, 'skipped', None, 'not validated: %s' % target['skip']))
+            continue
+        if not target['exists']:
+            found.append(result(name, 'failed', None, 'no Node object %s: the kubelet has not registered the node' % name))
+            continue
+        step = (validator_results or {}).get(name) or result(name, 'failed', 'driver', 'driver validation did not run: the validator was not waited for')
+        if step['state'] != 'passed' or not plugin_enabled:
+            found.append(dict(step, node=name))
+            continue
+        if name in failed_capacity:
+            checks = failed_capacity[name]
+            found.append(result(name, 'failed', 'plugin', 'plugin validation failed: ' + '; '.join(c['message'] for c in checks),
+                                [c['message'] for c in checks]))
+            continue
+        step = (plugin_results or {}).get(name)
+        if step is None:
+            found.append(result(name, 'failed', 'plugin', 'plugin validation did not run: no Pod requested the GPU resources'))
+        elif step['state'] == 'passed':
+            found.append(result(name, 'passed', None, 'driver, toolkit, cuda and plugin validation passed; ' + step['summary']))
+        else:
+            found.append(dict(step, node=name))
+    return found
+
+
+def failures(results, node_of_host):
+    """What the run fails with, per inventory host: {'hosts': {host: message}, 'outside': message} for the nodes whose
+    validation failed (node_of_host maps each inventory host to its Node); 'outside' names the failed GPU Nodes that no
+    inventory host is (empty when none)."""
+    failed = [item for item in results or [] if item.get('state') == 'failed']
+    hosts = {host: _failure_message([item for item in failed if item['node'] == node]) for host, node in node_of_host.items()}
+    return {'hosts': {host: message for host, message in hosts.items() if message},
+            'outside': _failure_message([item for item in failed if item['node'] not in node_of_host.values()])}
+
+
+def _failure_message(failed):
+    return 'GPU validation failed on ' + '; '.join('%s: %s' % (item['node'], item.get('summary') or '') for item in failed) if failed else ''
+
+
+def capacity_checks(async_results):
+    """[{node, resource, passed, message}] from the async_status results of the gpu_resource_capacity jobs.
+
+    Each result carries, as `item`, the registered job whose `item` is the [target, resource] pair it was started with.
+    """
+    checks = []
+    for entry in async_results or []:
+        job = entry.get('item') or {}
+        pair = job.get('item') or [{}, None]
+        if 'ansible_job_id' not in job:  # a loop item that was skipped started no job
+            continue
+        passed = bool(entry.get('finished')) and bool(entry.get('registered')) and not entry.get('failed')
+        message = entry.get('msg') or ('%s registered' % pair[1] if passed else 'gpu_resource_capacity did not finish')
+        checks.append({'node': pair[0]['node'], 'resource': pair[1], 'passed': passed, 'message': message})
+    return checks
