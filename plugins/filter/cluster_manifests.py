@@ -9,6 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects as cluster_objects
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.plain_data import plain
 
@@ -31,7 +32,8 @@ def gpu_node_toolkit(hosts, hostvars):
 
 
 class FilterModule(object):
-    """cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes, gpu_node_toolkit."""
+    """cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes, gpu_node_toolkit,
+    check_mode_preview."""
 
     def filters(self):
         return {
@@ -41,4 +43,5 @@ class FilterModule(object):
             'node_label_settings': checked(cluster_manifests.node_label_settings),
             'unused_runtime_classes': checked(cluster_manifests.unused_runtime_classes),
             'gpu_node_toolkit': gpu_node_toolkit,
+            'check_mode_preview': checked(cluster_objects.check_mode_preview),
         }

@@ -38,8 +38,12 @@ def stopped_gpu_nodes(hosts, hostvars):
 
 
 def validation_failures(results, hosts, hostvars):
-    """What the run fails with, per inventory host of the GPU nodes, and for the failed GPU Nodes outside the inventory."""
-    return validation.failures(results, {host: gpu_node_name(host, hostvars) for host in hosts or []})
+    """What the run fails with, per inventory host of the GPU nodes, and for the failed GPU Nodes outside the inventory.
+
+    Only the Node names are read from hostvars: made plain as a whole, hostvars would be templated everywhere, also the
+    results a stopped node registered, whose templates name role variables no longer in scope.
+    """
+    return checked(validation.failures)(results, {host: gpu_node_name(host, hostvars) for host in hosts or []})
 
 
 class FilterModule(object):
@@ -55,5 +59,5 @@ class FilterModule(object):
             'cluster_policy_outcome': checked(policy_status.outcome),
             'gpu_node_name': gpu_node_name,
             'stopped_gpu_nodes': stopped_gpu_nodes,
-            'validation_failures': checked(validation_failures),
+            'validation_failures': validation_failures,
         }

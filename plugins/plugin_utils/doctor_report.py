@@ -34,10 +34,17 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, val
     name = data.get('node_name') or host
     result = data.get('result')
     found = []
-    if result is None:
+    if result is None and not data:
         found.append(checks.finding('node-unreachable', 'error', 'the node checks did not run on this host',
-                                    [data.get('error') or 'unreachable, or it failed before the checks (see the play output)'],
+                                    ['unreachable, or it failed before the checks (see the play output)'],
                                     'check the connection: ansible -i <inventory> <node> -m ansible.builtin.ping'))
+    elif result is None:
+        # The node answered: one of its check tasks failed, and the checks after it did not run.
+        found.append(checks.finding('node-check-failed', 'error',
+                                    "the check task '%s' failed on the node; the checks after it did not run" % (data.get('failed_task') or '?'),
+                                    [data.get('error') or 'failed'],
+                                    "fix what the task's message says on the node (a command or file it needs, a setting that names "
+                                    'the wrong path), then run the doctor again: ansible-playbook -i <inventory> gpuops.gpu_operator.doctor'))
     else:
         found.extend(result['findings'])
     if cluster.get('nodes') is not None:
@@ -72,8 +79,9 @@ def _validation_results(config_maps):
 def build(nodes, cluster, generated='', inventory='<inventory>'):
     """The report.
 
-    nodes: {inventory host: dict(node_name, result (gpu_node_doctor's return, None when it did not run), error,
-    expected_labels, labels_error) or None}. cluster: dict(namespace, nodes, namespaces (the operator namespace, when it
+    nodes: {inventory host: dict(node_name, result (gpu_node_doctor's return, None when it did not run), failed_task and
+    error (the check task that failed on the node, its message), expected_labels, labels_error) or None (the host never
+    got to the end of the node checks: unreachable)}. cluster: dict(namespace, nodes, namespaces (the operator namespace, when it
     exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, config_maps (of the operator namespace:
     the device plugin configs and the validation stage's gpu-validation-results, {Node name: JSON of its result}), errors
     ([what, message] of reads that failed)); a list that could not be read is None.

@@ -575,6 +575,33 @@ def test_report_per_node_and_cluster():
                                              'runtime-not-configured'])
 
 
+# As doctor.yml records a node: nothing when the host never got to the end of its checks (unreachable), the failed
+# task and its message when one of its check tasks failed (the message of the run on the H100 host, SOURCE.md there).
+SYSTEMCTL = 'systemctl show failed (rc=127): systemctl: command not found'
+RUNTIME_TASK = "Read the node's container runtime, its services and the toolkit's packages"
+
+
+@pytest.mark.parametrize('data, check, summary, evidence, fix', [
+    (None, 'node-unreachable', 'the node checks did not run on this host',
+     ['unreachable, or it failed before the checks (see the play output)'], 'ansible -i inv.yml gpu-1 -m ansible.builtin.ping'),
+    (dict(node_name='gpu-1', result=None, failed_task=RUNTIME_TASK, error=SYSTEMCTL, expected_labels=EXPECTED), 'node-check-failed',
+     "the check task '%s' failed on the node; the checks after it did not run" % RUNTIME_TASK, [SYSTEMCTL],
+     "fix what the task's message says on the node"),
+    (dict(node_name='gpu-1', result=None, failed_task='Check the driver, the kernel log and the container runtime', error=None,
+          expected_labels=EXPECTED), 'node-check-failed',
+     "the check task 'Check the driver, the kernel log and the container runtime' failed on the node; the checks after it did not run",
+     ['failed'], 'ansible-playbook -i inv.yml gpuops.gpu_operator.doctor'),
+], ids=['unreachable', 'runtime detection failed', 'the doctor module failed without a message'])
+def test_a_node_that_answered_is_not_called_unreachable(data, check, summary, evidence, fix):
+    report = doctor_report.build({'gpu-1': data}, cluster(), inventory='inv.yml')
+    [found] = [item for item in report['nodes']['gpu-1']['findings'] if item['check'] in ('node-unreachable', 'node-check-failed')]
+    assert (found['check'], found['severity'], found['summary'], found['evidence']) == (check, 'error', summary, evidence)
+    assert fix in found['fix']
+    assert report['summary']['nodes_with_errors'] == ['gpu-1']
+    # The node's labels and the cluster's view of it are still checked: gpu-1 has them all.
+    assert [item['check'] for item in report['nodes']['gpu-1']['findings']] == [check]
+
+
 def test_report_when_the_api_could_not_be_read():
     nodes = {'host-1': dict(node_name='gpu-1', result=node_result([]), expected_labels=EXPECTED)}
     report = doctor_report.build(nodes, cluster(nodes=None, pods=None, namespaces=None, cluster_policies=None, daemonsets=None,
