@@ -20,10 +20,11 @@ description:
     because its module cannot run in check mode is listed as not checked.
   - "Run C(ansible-playbook -i INVENTORY gpuops.gpu_operator.site --check --diff --skip-tags validation) with this
     callback enabled to find drift without changing anything; the same command without C(--check) repairs it."
+  - Enable it with C(callbacks_enabled) in ansible.cfg or E(ANSIBLE_CALLBACKS_ENABLED).
 version_added: 0.1.0
+author:
+  - gpuops developers (@gpuops)
 type: aggregate
-requirements:
-  - enabled in C(callbacks_enabled) of ansible.cfg or in E(ANSIBLE_CALLBACKS_ENABLED)
 options:
   report_path:
     description:

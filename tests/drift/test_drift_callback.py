@@ -1,6 +1,6 @@
 """The callback gpuops.gpu_operator.drift_report run by ansible-playbook on the controller alone: what it records from
-real task results (a loop with a diff, a task of a role, a failure, ignore_errors), where it writes, and what it says
-when it cannot write there. The lab run is tests/drift/test_drift_lab.py."""
+real task results (a loop with a diff, a task of a role, a failure, ignore_errors, a host that cannot be reached, a
+command skipped in check mode), where it writes, and what it says when it cannot write there. The lab run is tests/drift/test_drift_lab.py."""
 import json
 import os
 import subprocess
@@ -39,6 +39,9 @@ PLAYBOOK = """
   hosts: broken
   gather_facts: false
   tasks:
+    - name: Reach the host
+      ansible.builtin.ping:
+
     - name: Fail here
       ansible.builtin.fail:
         msg: the stage stopped here
@@ -52,6 +55,8 @@ all:
     broken:
       hosts:
         other-host: {ansible_connection: local, ansible_python_interpreter: "{{ ansible_playbook_python }}"}
+        # Nothing listens on port 1: unreachable at once.
+        gone-host: {ansible_connection: ssh, ansible_host: 127.0.0.1, ansible_port: 1}
 """
 
 
@@ -78,8 +83,8 @@ def play(project, *args, enabled=True, **env):
     result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'hosts.yml', 'playbook.yml',
                              '-e', f'drift_dir={project / "files"}', *args],
                             capture_output=True, text=True, check=False, cwd=project, env=environ, timeout=120)
-    # other-host fails by design: rc 2.
-    assert result.returncode == 2, result.stdout + result.stderr
+    # other-host fails and gone-host cannot be reached, by design: rc 4 (unreachable wins).
+    assert result.returncode == 4, result.stdout + result.stderr
     return result.stdout + result.stderr
 
 
@@ -91,7 +96,7 @@ def test_report_of_a_run(project, args, mode, status, verb):
     out = play(project, *args)
     report = json.loads((project / 'gpuops-drift-report.json').read_text())
     assert report['mode'] == mode and report['diff'] is True and report['playbook'] == 'playbook.yml'
-    assert list(report['hosts']) == ['localhost', 'other-host'], 'the cluster entry first'
+    assert list(report['hosts']) == ['localhost', 'gone-host', 'other-host'], 'the cluster entry first'
     local, other = report['hosts']['localhost'], report['hosts']['other-host']
     assert local['cluster'] is True and other['cluster'] is False
     assert local['status'] == status and other['status'] == 'failed'
@@ -104,9 +109,13 @@ def test_report_of_a_run(project, args, mode, status, verb):
     assert local['not_checked'] == ([{'stage': 'Files of the drift test', 'task': name} for name in ('Fail but go on', 'Run a command')]
                                     if mode == 'check' else [])
     assert other['failures'] == [{'stage': 'The second host', 'task': 'Fail here', 'message': 'the stage stopped here', 'unreachable': False}]
-    assert report['summary'] == {status: ['localhost'], 'failed': ['other-host']}
+    gone = report['hosts']['gone-host']
+    assert gone['status'] == 'unreachable' and gone['stages'] == {} and len(gone['failures']) == 1, gone
+    assert gone['failures'][0]['unreachable'] is True and 'port 1' in gone['failures'][0]['message'], gone
+    assert report['summary'] == {status: ['localhost'], 'failed': ['other-host'], 'unreachable': ['gone-host']}
     assert f'localhost (cluster): {status} in Files of the drift test (Write the files), drift_role (Change in the role)' in out
     assert 'other-host: FAILED in The second host / Fail here: the stage stopped here' in out
+    assert 'gone-host: UNREACHABLE in The second host / Reach the host: ' in out
     text = (project / 'gpuops-drift-report.txt').read_text()
     assert f'localhost / Files of the drift test / Write the files [other] {verb}:\n    --- before: ' in text
     assert (project / 'files' / 'other.txt').read_text() == ('other old\n' if mode == 'check' else 'other new\n')
