@@ -12,7 +12,8 @@ short_description: Per host, what a run would change (drift, in --check) or chan
 description:
   - Records every task that reports C(changed) on a host, with its stage (the role the task belongs to, such as
     C(gpu_node_labels), C(nvidia_driver), C(container_toolkit), C(gpu_cluster_base), C(gpu_cluster_operands); the play's
-    name for a task outside roles), the task's name, and its diff (each changed item's for a loop; run with C(--diff)).
+    name for a task outside roles), the task's name, and its diff (run with C(--diff)); for a loop each changed item's,
+    for M(kubernetes.core.k8s) given several objects each changed object's.
   - At the end of the run it writes a JSON report and a text report and prints the text's summary, one line per host
     with C(no drift) or each stage that would change with its tasks in check mode, C(no change) or what changed in a
     real run. The hosts of the cluster-wide plays (the C(kube_api) group) are the cluster's entry.

@@ -70,14 +70,32 @@ def _label(result):
     return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 3] + '...'
 
 
+def _object_label(one):
+    """'create DaemonSet gpu-operator/nvidia-dcgm-exporter': what kubernetes.core.k8s did to one object."""
+    found = one.get('result') if isinstance(one.get('result'), dict) else {}
+    metadata = found.get('metadata') if isinstance(found.get('metadata'), dict) else {}
+    name = '/'.join(part for part in (metadata.get('namespace'), metadata.get('name')) if part)
+    return ' '.join(str(part) for part in (one.get('method'), found.get('kind'), name) if part) or None
+
+
+def _changed_items(items, label):
+    return [{'item': label(one), 'diff': render_diff(one.get('diff') or [])}
+            for one in items if isinstance(one, dict) and one.get('changed') and not one.get('failed')]
+
+
 def changes(result):
     """What one task result changed: a list of {'item', 'diff'} (item None outside loops), empty when nothing did.
 
-    A loop's result counts its changed items, each with its own diff.
+    A loop's result counts its changed items, each with its own diff. kubernetes.core.k8s given several objects in one
+    definition returns each object's own result under result.results (kubernetes.core 6.2.0,
+    plugins/module_utils/k8s/runner.py run_module): each changed object is an item, labelled with what would be done
+    to it (create, update, patch, delete), its kind and name.
     """
     if isinstance(result.get('results'), list):
-        return [{'item': _label(one), 'diff': render_diff(one.get('diff') or [])}
-                for one in result['results'] if isinstance(one, dict) and one.get('changed') and not one.get('failed')]
+        return _changed_items(result['results'], _label)
+    applied = result.get('result') if isinstance(result.get('result'), dict) else {}
+    if result.get('changed') and isinstance(applied.get('results'), list):
+        return _changed_items(applied['results'], _object_label)
     if result.get('changed') and not result.get('failed'):
         return [{'item': None, 'diff': render_diff(result.get('diff') or [])}]
     return []

@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from tests.cluster.helpers import REPO
+from tests.standin.runner import BackgroundStandin, write_kubeconfig
 
 PLAYBOOK = """
 - name: Files of the drift test
@@ -148,3 +149,43 @@ def test_report_path_from_ansible_cfg(project):
     report = json.loads((project / 'out' / 'drift.json').read_text())
     assert report['hosts']['localhost']['status'] == 'drift' and report['diff'] is False
     assert '(no diff: run with --diff)' in (project / 'out' / 'drift.txt').read_text()
+
+
+OBJECTS = """
+- name: Cluster objects
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Apply the objects
+      kubernetes.core.k8s:
+        state: present
+        apply: true
+        definition:
+          - {apiVersion: v1, kind: Namespace, metadata: {name: drift-test}}
+          - {apiVersion: v1, kind: ConfigMap, metadata: {name: same, namespace: drift-test}, data: {value: same}}
+          - {apiVersion: v1, kind: ConfigMap, metadata: {name: other, namespace: drift-test}, data: {value: "{{ drift_value }}"}}
+"""
+
+
+def test_each_object_kubernetes_core_k8s_would_change(tmp_path):
+    """kubernetes.core.k8s given several objects reports each object's result apart: each changed one is listed."""
+    standin = BackgroundStandin()
+    kubeconfig = tmp_path / 'kubeconfig'
+    write_kubeconfig(str(kubeconfig), standin.start())
+    (tmp_path / 'playbook.yml').write_text(OBJECTS)
+    environ = dict(os.environ, ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1', K8S_AUTH_KUBECONFIG=str(kubeconfig),
+                   ANSIBLE_COLLECTIONS_PATH=os.environ.get('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections')),
+                   PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'],
+                   ANSIBLE_CALLBACKS_ENABLED='gpuops.gpu_operator.drift_report')
+    inventory = 'localhost ansible_connection=local ansible_python_interpreter=' + sys.executable + '\n'
+    (tmp_path / 'hosts').write_text(inventory)
+    try:
+        for args in (['-e', 'drift_value=old'], ['-e', 'drift_value=new', '--check', '--diff']):
+            result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'hosts', 'playbook.yml', *args],
+                                    capture_output=True, text=True, check=False, cwd=tmp_path, env=environ, timeout=120)
+            assert result.returncode == 0, result.stdout + result.stderr
+    finally:
+        standin.stop()
+    found = json.loads((tmp_path / 'gpuops-drift-report.json').read_text())['hosts']['localhost']['stages']['Cluster objects']
+    assert [(one['task'], one['item']) for one in found] == [('Apply the objects', 'apply ConfigMap drift-test/other')], found
+    assert '-        "value": "old"\n+        "value": "new"\n' in found[0]['diff'], found[0]['diff']

@@ -118,7 +118,7 @@ def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
 
     # The nodes converge: the report lists what the run changed on each.
     started = time.monotonic()
-    report, _ = site(kubeconfig, inventory, tmp_path / 'converge.json')
+    report = site(kubeconfig, inventory, tmp_path / 'converge.json')[0]
     took['converge_s'] = round(time.monotonic() - started)
     assert report['mode'] == 'run' and statuses(report) == dict({'localhost': 'changed'}, **{PREFIX + d: 'changed' for d in DISTROS}), report
     for distro in DISTROS:
@@ -155,7 +155,7 @@ def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
 
     # The run repairs it, and says so for that node only.
     started = time.monotonic()
-    report, _ = site(kubeconfig, inventory, tmp_path / 'repair.json', '--diff')
+    report = site(kubeconfig, inventory, tmp_path / 'repair.json', '--diff')[0]
     took['repair_s'] = round(time.monotonic() - started)
     assert statuses(report) == dict({'localhost': 'no change', DRIFTED: 'changed'}, **{n: 'no change' for n in others}), report
     assert list(report['hosts'][DRIFTED]['stages']) == ['gpu_node_labels', 'container_toolkit']
@@ -163,7 +163,7 @@ def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
 
     # Converged again: no drift anywhere.
     started = time.monotonic()
-    report, _ = site(kubeconfig, inventory, tmp_path / 'after.json', '--check', '--diff')
+    report = site(kubeconfig, inventory, tmp_path / 'after.json', '--check', '--diff')[0]
     took['check_after_repair_s'] = round(time.monotonic() - started)
     assert statuses(report) == dict({'localhost': 'no drift'}, **{PREFIX + d: 'no drift' for d in DISTROS}), report
     assert not any(entry['not_checked'] for entry in report['hosts'].values()), report

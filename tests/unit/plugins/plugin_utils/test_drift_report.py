@@ -59,6 +59,22 @@ def test_render_diff(diff, expected):
     pytest.param({'changed': True, 'results': [{'changed': True, 'item': {'name': 'x' * 200}, 'ansible_loop_var': 'item'}]},
                  [{'item': json.dumps({'name': 'x' * 200})[:117] + '...', 'diff': ''}], id='a long label is cut'),
     pytest.param({'changed': False, 'results': []}, [], id='an empty loop'),
+    # kubernetes.core.k8s with several objects in its definition (kubernetes.core 6.2.0, module_utils/k8s/runner.py).
+    pytest.param({'changed': True, 'result': {'results': [
+        {'changed': False, 'method': 'update', 'result': {'kind': 'Namespace', 'metadata': {'name': 'gpu-operator'}},
+         'diff': {'before': {}, 'after': {}}},
+        {'changed': True, 'method': 'create', 'result': {'kind': 'RuntimeClass', 'metadata': {'name': 'nvidia'}}},
+        {'changed': True, 'method': 'update', 'result': {'kind': 'DaemonSet', 'metadata': {'name': 'ds', 'namespace': 'gpu-operator'}},
+         'diff': {'before': {'spec': {'a': 1}}, 'after': {'spec': {'a': 2}}}},
+        {'changed': True, 'result': {}},
+    ]}}, [{'item': 'create RuntimeClass nvidia', 'diff': ''},
+          {'item': 'update DaemonSet gpu-operator/ds',
+           'diff': '--- before\n+++ after\n@@ -1,5 +1,5 @@\n {\n     "spec": {\n-        "a": 1\n+        "a": 2\n     }\n }\n'},
+          {'item': None, 'diff': ''}], id='kubernetes.core.k8s: each changed object'),
+    pytest.param({'changed': False, 'result': {'results': [{'changed': True, 'method': 'create', 'result': {}}]}}, [],
+                 id='kubernetes.core.k8s unchanged'),
+    pytest.param({'changed': True, 'result': {'kind': 'Node', 'metadata': {'name': 'n'}}, 'diff': CONFIG_DIFF},
+                 [{'item': None, 'diff': CONFIG_TEXT}], id='kubernetes.core.k8s with one object: its diff'),
 ])
 def test_changes(result, expected):
     assert drift_report.changes(result) == expected
