@@ -148,6 +148,8 @@ def build(events, stats, cluster_hosts, check, diff, playbook, generated):
             entry['failures'].append(dict(where, message=one['message'], unreachable=one['kind'] == UNREACHABLE))
         elif one['kind'] == 'not_checked' and where not in entry['not_checked']:
             entry['not_checked'].append(where)
+    # Only the stats say whether a host failed: a failure the run rescued and got past is none (it stays in `failures`
+    # as context), a node stage that stopped its node is one, as site.yml fails that node at its end.
     for name, entry in hosts.items():
         counts = stats.get(name, {})
         if counts.get('unreachable'):
@@ -156,8 +158,6 @@ def build(events, stats, cluster_hosts, check, diff, playbook, generated):
             entry['status'] = FAILED
         elif entry['stages']:
             entry['status'] = words['changed']
-        # A host with failures the run rescued (a node stage that stopped it) is one the stats count as failed:
-        # site.yml fails it again at the end. Failures it got past are kept as context.
     order = sorted(hosts, key=lambda name: (not hosts[name]['cluster'], name))
     summary = {}
     for name in order:
