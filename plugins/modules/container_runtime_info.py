@@ -52,6 +52,11 @@ options:
     type: list
     elements: str
     default: []
+  ready_file:
+    description:
+      - A marker file whose content is returned in RV(ready_file_content) (the toolkit stage's C(toolkit-ready)), so that
+        a converged node needs no round trip of its own to find it as it should be.
+    type: path
 requirements:
   - systemd (C(systemctl))
 '''
@@ -106,10 +111,16 @@ packages:
   returned: always
   type: dict
   sample: {containerd: 1.6.20~ds1-1+b1, python3-tomlkit: 0.11.7-1, nvidia-container-toolkit: null}
+ready_file_content:
+  description: The text of O(ready_file); null when it was not given, or the file does not exist.
+  returned: always
+  type: str
+  sample: "runtime=containerd\nruntime_class=nvidia\nbinary=/usr/bin/nvidia-container-runtime\n"
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 
 
@@ -119,10 +130,15 @@ def main():
             kubelet_files=dict(type='list', elements='path', default=runtime_detection.KUBELET_FILES),
             runtime_binary=dict(type='path'),
             packages=dict(type='list', elements='str', default=[]),
+            ready_file=dict(type='path'),
         ),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, **runtime_detection.gather(module))
+    try:
+        result = runtime_detection.gather(module)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == '__main__':

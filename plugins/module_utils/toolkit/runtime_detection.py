@@ -126,4 +126,15 @@ def gather(module):
         runtime_binary=binary,
         runtime_binary_exists=os.path.exists(binary) if binary else None,
         packages=package_versions(module, params['packages']),
+        ready_file_content=ready_file_content(params['ready_file']),
     )
+
+
+# toolkit-ready is three short lines; anything larger is not the stage's marker.
+READY_FILE_LIMIT = 4096
+
+
+def ready_file_content(path):
+    """The marker file's text, or None when no path is given or the file does not exist (files.FileError otherwise)."""
+    data = files.read_bytes(path, limit=READY_FILE_LIMIT) if path else None
+    return None if data is None else to_text(data, errors='surrogate_or_replace')

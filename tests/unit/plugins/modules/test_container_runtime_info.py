@@ -9,6 +9,7 @@ and record how they were called."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.modules import container_runtime_info
@@ -82,3 +83,25 @@ def test_rpm_when_there_is_no_dpkg(capsys, node):
     (node / 'bin' / 'dpkg-query').unlink()
     script(node / 'bin', 'rpm', 'printf "containerd.io\\t1.7.25-3.1.el9\\npackage cri-o is not installed\\n"\nexit 1\n')
     assert run(capsys, node, packages=['containerd.io', 'cri-o'])['packages'] == {'containerd.io': '1.7.25-3.1.el9', 'cri-o': None}
+
+
+def test_the_ready_file_is_read_in_the_same_run(capsys, node):
+    commands(node)
+    ready = node / 'validations' / 'toolkit-ready'
+    assert run(capsys, node)['ready_file_content'] is None, 'not asked for'
+    assert run(capsys, node, ready_file=str(ready))['ready_file_content'] is None, 'missing'
+    ready.parent.mkdir()
+    ready.write_text('runtime=containerd\nruntime_class=nvidia\nbinary=/usr/bin/nvidia-container-runtime\n')
+    assert run(capsys, node, ready_file=str(ready))['ready_file_content'] == ready.read_text()
+
+
+@pytest.mark.parametrize('odd', ['directory', 'dangling link'])
+def test_an_odd_ready_file_fails_clearly(capsys, node, odd):
+    commands(node)
+    ready = node / 'toolkit-ready'
+    if odd == 'directory':
+        ready.mkdir()
+    else:
+        ready.symlink_to(node / 'nowhere')
+    result = run(capsys, node, ready_file=str(ready), failed=True)
+    assert str(ready) in result['msg']
