@@ -17,6 +17,9 @@ description:
     with no kubelet configuration yet, the first installed runtime service of C(containerd.service),
     C(crio.service), C(docker.service), in that order (Docker's packages pull containerd in too). A kubelet on the
     socket of another runtime (C(podman.sock)) gives none: the runtime installed beside it is not the kubelet's."
+  - "On a node without systemd (no C(systemctl)), the first runtime, in the same order, whose default socket
+    (C(/run/containerd/containerd.sock), C(/var/run/crio/crio.sock), C(/var/run/docker.sock)) or daemon (C(containerd),
+    C(crio), C(dockerd)) the node has stands for the installed service; the services' state is then null (unknown)."
   - The systemd state of those three services, whether O(runtime_binary) exists, and the installed version of each
     of O(packages) (C(dpkg-query), else C(rpm)).
   - It only reads files and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
@@ -57,8 +60,8 @@ options:
       - A marker file whose content is returned in RV(ready_file_content) (the toolkit stage's C(toolkit-ready)), so that
         a converged node needs no round trip of its own to find it as it should be.
     type: path
-requirements:
-  - systemd (C(systemctl))
+notes:
+  - systemd (C(systemctl)) is used where it is installed; without it the module reports RV(systemd) false, not a failure.
 '''
 
 EXAMPLES = r'''
@@ -86,10 +89,17 @@ kubelet_socket:
   returned: always
   type: str
   sample: containerd.sock
+systemd:
+  description: Whether C(systemctl) is installed; false on a node without systemd, where every service's state in
+    RV(services) is null.
+  returned: always
+  type: bool
+  sample: true
 services:
   description:
     - For each runtime, its systemd unit and that unit's C(LoadState) and C(ActiveState).
-    - C(load_state) is C(not-found) for a service that is not installed.
+    - C(load_state) is C(not-found) for a service that is not installed; both are null where the node has no systemd
+      (RV(systemd)).
   returned: always
   type: dict
   sample:
