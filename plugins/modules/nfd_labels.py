@@ -35,8 +35,8 @@ description:
     node without a GPU whose NFD labels NFD sets). It marks the Node as examined by this collection, which the
     P(gpuops.gpu_operator.k8s_nodes#inventory) inventory reads. O(state=absent) removes it.
   - With O(nodes), the labels computed on many nodes are applied to their Nodes in one run from the host that reaches
-    the API, as a fleet needs it: one client, one list of the Nodes, and one merge patch per Node that changes, guarded by
-    the resourceVersion listed (a Node changed in between is read again and planned anew). A Node that cannot be
+    the API, as a fleet needs it (one client, one list of the Nodes, and one merge patch per Node that changes, guarded by
+    the resourceVersion listed; a Node changed in between is read again and planned anew). A Node that cannot be
     labelled (not registered, the API refuses the patch) is reported in RV(nodes) and RV(failed_nodes); the others are
     labelled all the same.
 version_added: 0.1.0

@@ -210,6 +210,25 @@ def list_nodes(api):
             return listed
 
 
+def _node_attempt(api, core, name, first, desired, state):
+    """read_modify_write's step for one Node: the plan made from the list first, the Node read again on a retry."""
+    rounds = []
+
+    def attempt():
+        if rounds:
+            metadata = node_metadata(read_node(api, name))
+            current = metadata['labels']
+            plan, patch = plan_node(metadata, desired, state)
+        else:
+            current, plan, patch = first['current'], first['plan'], first['patch']
+        rounds.append(1)
+        if patch is None:
+            return (plan, current), None
+        return (plan, current), lambda: api.call('patch', node_ref(name), core.patch_node, name, patch,
+                                                 _content_type='application/merge-patch+json', _preload_content=False)
+    return attempt
+
+
 def apply_many(api, requested, state='present', check_mode=False):
     """Label many Nodes: one list, then per Node one merge patch guarded by the resourceVersion listed.
 
@@ -227,22 +246,8 @@ def apply_many(api, requested, state='present', check_mode=False):
         if first['error']:
             results[name] = dict(plan=None, before=None, changed=False, error=first['error'])
             continue
-        rounds = []
-
-        def attempt(name=name, first=first, rounds=rounds):
-            if rounds:
-                metadata = node_metadata(read_node(api, name))
-                current = metadata['labels']
-                plan, patch = plan_node(metadata, desired[name], state)
-            else:
-                current, plan, patch = first['current'], first['plan'], first['patch']
-            rounds.append(1)
-            if patch is None:
-                return (plan, current), None
-            return (plan, current), lambda: api.call('patch', node_ref(name), core.patch_node, name, patch,
-                                                     _content_type='application/merge-patch+json', _preload_content=False)
         try:
-            (plan, current), changed = api.read_modify_write(attempt, check_mode)
+            (plan, current), changed = api.read_modify_write(_node_attempt(api, core, name, first, desired[name], state), check_mode)
         except k8s_client.ApiError as exc:
             results[name] = dict(plan=first['plan'], before=first['current'], changed=False, error=str(exc))
             continue

@@ -88,8 +88,8 @@ def test_systemctl_failing_fails_the_module(capsys, node):
     (None, None, 'crio', 'crio'),
     (None, None, None, None),
 ])
-def test_without_systemctl_the_services_are_unknown_and_the_runtime_still_found(capsys, monkeypatch, node, kubelet, daemon,
-                                                                                 socket, expected):
+def test_without_systemctl_the_services_are_unknown_and_the_runtime_still_found(
+        capsys, monkeypatch, node, kubelet, daemon, socket, expected):
     """tests/fixtures/gpus/h100-x1/module-results/container_runtime_info-node.json: on that real host (no systemctl)
     the module failed and stopped the toolkit stage."""
     commands(node)
