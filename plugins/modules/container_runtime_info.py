@@ -17,6 +17,9 @@ description:
     with no kubelet configuration yet, the first installed runtime service of C(containerd.service),
     C(crio.service), C(docker.service), in that order (Docker's packages pull containerd in too). A kubelet on the
     socket of another runtime (C(podman.sock)) gives none: the runtime installed beside it is not the kubelet's."
+  - "On a node without systemd (no C(systemctl)), the first runtime, in the same order, whose default socket
+    (C(/run/containerd/containerd.sock), C(/var/run/crio/crio.sock), C(/var/run/docker.sock)) or daemon (C(containerd),
+    C(crio), C(dockerd)) the node has stands for the installed service; the services' state is then null (unknown)."
   - The systemd state of those three services, whether O(runtime_binary) exists, and the installed version of each
     of O(packages) (C(dpkg-query), else C(rpm)).
   - It only reads files and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
@@ -52,8 +55,13 @@ options:
     type: list
     elements: str
     default: []
-requirements:
-  - systemd (C(systemctl))
+  ready_file:
+    description:
+      - A marker file whose content is returned in RV(ready_file_content) (the toolkit stage's C(toolkit-ready)), so that
+        a converged node needs no round trip of its own to find it as it should be.
+    type: path
+notes:
+  - systemd (C(systemctl)) is used where it is installed; without it the module reports RV(systemd) false, not a failure.
 '''
 
 EXAMPLES = r'''
@@ -81,10 +89,17 @@ kubelet_socket:
   returned: always
   type: str
   sample: containerd.sock
+systemd:
+  description: Whether C(systemctl) is installed; false on a node without systemd, where every service's state in
+    RV(services) is null.
+  returned: always
+  type: bool
+  sample: true
 services:
   description:
     - For each runtime, its systemd unit and that unit's C(LoadState) and C(ActiveState).
-    - C(load_state) is C(not-found) for a service that is not installed.
+    - C(load_state) is C(not-found) for a service that is not installed; both are null where the node has no systemd
+      (RV(systemd)).
   returned: always
   type: dict
   sample:
@@ -106,10 +121,16 @@ packages:
   returned: always
   type: dict
   sample: {containerd: 1.6.20~ds1-1+b1, python3-tomlkit: 0.11.7-1, nvidia-container-toolkit: null}
+ready_file_content:
+  description: The text of O(ready_file); null when it was not given, or the file does not exist.
+  returned: always
+  type: str
+  sample: "runtime=containerd\nruntime_class=nvidia\nbinary=/usr/bin/nvidia-container-runtime\n"
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 
 
@@ -119,10 +140,15 @@ def main():
             kubelet_files=dict(type='list', elements='path', default=runtime_detection.KUBELET_FILES),
             runtime_binary=dict(type='path'),
             packages=dict(type='list', elements='str', default=[]),
+            ready_file=dict(type='path'),
         ),
         supports_check_mode=True,
     )
-    module.exit_json(changed=False, **runtime_detection.gather(module))
+    try:
+        result = runtime_detection.gather(module)
+    except GpuOpsError as exc:
+        fail_from_exception(module, exc)
+    module.exit_json(changed=False, **result)
 
 
 if __name__ == '__main__':

@@ -74,6 +74,14 @@ options:
     type: str
     choices: [auto, file, command]
     default: auto
+  verify:
+    description:
+      - With O(state=present), have containerd read the config after the run as it will at its next start
+        (C(containerd --config PATH config dump), O(path) with its imports) and fail unless it shows every runtime
+        registered with its binary. This costs no round trip of its own; containerd must be installed.
+      - In check mode a config the run would change is not on disk yet, so it is not verified (RV(verified) is false).
+    type: bool
+    default: false
 notes:
   - The state file holds the original config; keep it with the config when moving or restoring nodes.
 seealso:
@@ -90,6 +98,10 @@ EXAMPLES = r'''
     variants: [cdi]
   register: containerd_runtime
 
+- name: Register it and check that containerd reads it so
+  gpuops.gpu_operator.containerd_nvidia_runtime:
+    verify: true
+
 - name: Register it in a drop-in file instead of editing config.toml's runtime tables
   gpuops.gpu_operator.containerd_nvidia_runtime:
     drop_in: /etc/containerd/conf.d/99-nvidia.toml
@@ -105,6 +117,11 @@ path:
   returned: always
   type: str
   sample: /etc/containerd/config.toml
+verified:
+  description: Whether containerd's own reading of the config (O(verify)) showed every runtime with its binary.
+  returned: always
+  type: bool
+  sample: true
 config_version:
   description: The config's version after the run (a missing or empty file counts as 2).
   returned: always
@@ -173,6 +190,7 @@ def main():
         path=dict(type='path', default='/etc/containerd/config.toml'),
         drop_in=dict(type='path'),
         config_source=dict(type='str', default='auto', choices=['auto', 'file', 'command']),
+        verify=dict(type='bool', default=False),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_TOMLKIT:

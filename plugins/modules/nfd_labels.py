@@ -34,6 +34,11 @@ description:
   - With O(state=present) the annotation is written also when the module sets no label on the Node (as C({}), for a
     node without a GPU whose NFD labels NFD sets). It marks the Node as examined by this collection, which the
     P(gpuops.gpu_operator.k8s_nodes#inventory) inventory reads. O(state=absent) removes it.
+  - With O(nodes), the labels computed on many nodes are applied to their Nodes in one run from the host that reaches
+    the API, as a fleet needs it (one client, one list of the Nodes, and one merge patch per Node that changes, guarded by
+    the resourceVersion listed; a Node changed in between is read again and planned anew). A Node that cannot be
+    labelled (not registered, the API refuses the patch) is reported in RV(nodes) and RV(failed_nodes); the others are
+    labelled all the same.
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)
@@ -53,8 +58,31 @@ attributes:
 options:
   node_name:
     description:
-      - Name of the Node object to label. Required when O(apply=true).
+      - Name of the Node object to label. Required when O(apply=true), unless O(nodes) is given.
     type: str
+  nodes:
+    description:
+      - Label many Nodes in one run, each with the labels given for it (typically the RV(labels) of an O(apply=false) run
+        on each GPU node); nothing is discovered. Not with O(node_name) or O(labels).
+      - With O(state=absent), the labels this module set are removed from each Node and O(nodes[].labels) is not used.
+    type: list
+    elements: dict
+    suboptions:
+      name:
+        description: The Node's name.
+        type: str
+        required: true
+      labels:
+        description: The labels the Node is to carry from this module.
+        type: dict
+        default: {}
+  continue_on_error:
+    description:
+      - With O(nodes), V(true) reports a Node that cannot be labelled in RV(nodes) and RV(failed_nodes) without failing
+        the module (it fails only when the Nodes cannot be listed), so that a play can fail only the hosts whose Node
+        refused; V(false) fails the module, naming every such Node, after the others were labelled.
+    type: bool
+    default: false
   apply:
     description:
       - V(true) patches the Node; V(false) only computes and returns the labels (no API access, no kubernetes library needed).
@@ -173,6 +201,25 @@ EXAMPLES = r'''
       replicas: 4
     features_d: /etc/kubernetes/node-feature-discovery/features.d/gpuops
 
+- name: Name each node's Node and its labels
+  ansible.builtin.set_fact:
+    node_entry:
+      name: "{{ ansible_facts.nodename }}"
+      labels: "{{ node_labels.labels }}"
+
+- name: Apply the labels of every node of the play to their Nodes, from the API host, in one run
+  gpuops.gpu_operator.nfd_labels:
+    nodes: "{{ ansible_play_batch | map('extract', hostvars, 'node_entry') }}"
+    continue_on_error: true
+  delegate_to: "{{ groups['kube_api'] | first }}"
+  run_once: true
+  register: applied
+
+- name: Fail the nodes whose Node could not be labelled
+  ansible.builtin.fail:
+    msg: "{{ applied.nodes[ansible_facts.nodename].msg }}"
+  when: ansible_facts.nodename in applied.failed_nodes
+
 - name: Remove every label this module set
   gpuops.gpu_operator.nfd_labels:
     node_name: gpu-node-1
@@ -219,6 +266,50 @@ features_d:
   returned: always
   type: str
   sample: /etc/kubernetes/node-feature-discovery/features.d/gpuops
+nodes:
+  description:
+    - With O(nodes), each Node's outcome by name (empty otherwise). C(msg) is there when C(failed) is true.
+  returned: always
+  type: dict
+  sample: {"gpu-node-1": {"changed": false, "failed": false, "labels": {"nvidia.com/gpu.present": "true"}, "added": [], "updated": [],
+                          "removed": []}}
+failed_nodes:
+  description: With O(nodes), the Nodes that could not be labelled (their message is in RV(nodes)).
+  returned: always
+  type: list
+  elements: str
+  sample: []
+ansible_facts:
+  description:
+    - When the labels are computed on the node (O(state=present), no O(labels) nor O(nodes)), the node's host facts named
+      and valued as M(ansible.builtin.setup) gives them, so that a play needs no fact gathering for them.
+  returned: when the labels are computed on the node
+  type: dict
+  contains:
+    nodename:
+      description: The host name (C(uname -n)), the Node's name unless set otherwise.
+      type: str
+      sample: gpu-node-1
+    kernel:
+      description: The kernel release.
+      type: str
+      sample: 6.8.0-60-generic
+    distribution:
+      description: The distribution.
+      type: str
+      sample: Debian
+    distribution_version:
+      description: Its version.
+      type: str
+      sample: "12.11"
+    distribution_major_version:
+      description: Its major version.
+      type: str
+      sample: "12"
+    os_family:
+      description: The distribution family.
+      type: str
+      sample: Debian
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -228,7 +319,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import 
 
 
 def main():
-    module = AnsibleModule(argument_spec=node.argument_spec(), supports_check_mode=True, required_if=[('apply', True, ['node_name'])])
+    module = AnsibleModule(argument_spec=node.argument_spec(), supports_check_mode=True, required_if=[('apply', True, ['node_name', 'nodes'], True)],
+                           mutually_exclusive=[('nodes', 'node_name'), ('nodes', 'labels')])
     result = node.empty_result(module.params)
     try:
         node.run(module, result)

@@ -3,12 +3,16 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The nfd_labels module's work: discover the node, compute its labels, write NFD's feature file, apply them to the Node."""
+"""The nfd_labels module's work: discover the node, compute its labels, write NFD's feature file, apply them to the Node
+(or the labels computed on many nodes to their Nodes)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import platform
+
 from ansible.module_utils.common.text.converters import to_bytes
+from ansible.module_utils.facts.system.distribution import Distribution
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
@@ -25,6 +29,11 @@ def argument_spec():
         apply=dict(type='bool', default=True),
         state=dict(type='str', default='present', choices=['present', 'absent']),
         labels=dict(type='dict'),
+        nodes=dict(type='list', elements='dict', options=dict(
+            name=dict(type='str', required=True),
+            labels=dict(type='dict', default={}),
+        )),
+        continue_on_error=dict(type='bool', default=False),
         os_release_path=dict(type='path', default='/etc/os-release'),
         mig_strategy=dict(type='str', default='none', choices=list(nfd_label_rules.MIG_STRATEGIES)),
         sharing=dict(type='dict', options=dict(
@@ -89,15 +98,63 @@ def sync_features_file(module, path, labels, diff):
     return True
 
 
+def host_facts(module):
+    """The node's facts a play reports (named and valued as the setup module gives them), so that it need not gather them."""
+    facts = dict(kernel=platform.release(), nodename=platform.node())
+    distribution = Distribution(module).get_distribution_facts()
+    facts.update((key, distribution.get(key)) for key in ('distribution', 'distribution_version', 'distribution_major_version', 'os_family'))
+    return facts
+
+
 def empty_result(params):
     """Every RETURN key, before anything is known."""
     return dict(changed=False, labels={}, added=[], updated=[], removed=[], node_name=params['node_name'], discovery=None,
-                features_d=None)
+                features_d=None, nodes={}, failed_nodes=[])
+
+
+def node_diff(node_name, before, after):
+    return dict(before_header='Node %s labels' % node_name, after_header='Node %s labels' % node_name, before=before, after=after)
+
+
+def apply_many(module, result):
+    """Apply the labels computed on many nodes to their Nodes: one client, one list, a patch per Node that changes.
+
+    A Node that cannot be labelled is named in failed_nodes with its message in nodes; the module fails at the end
+    unless continue_on_error.
+    """
+    params = module.params
+    requested = [(entry['name'], given_labels(entry['labels']) if params['state'] == 'present' else {}) for entry in params['nodes']]
+    names = [name for name, _labels in requested]
+    duplicates = sorted(set(name for name in names if names.count(name) > 1))
+    if duplicates:
+        raise nfd_label_rules.LabelError('nodes: each Node once; given more than once: %s' % ', '.join(duplicates))
+    diff = []
+    applied = nfd_node_labels.apply_many(k8s_client.connect(module), requested, params['state'], module.check_mode)
+    for name, _labels in requested:
+        outcome = applied[name]
+        plan = outcome['plan']
+        entry = dict(changed=outcome['changed'], labels=dict(requested)[name], added=plan['added'] if plan else [],
+                     updated=plan['updated'] if plan else [], removed=plan['removed'] if plan else [], failed=outcome['error'] is not None)
+        if outcome['error']:
+            entry['msg'] = outcome['error']
+            result['failed_nodes'].append(name)
+        elif outcome['changed']:
+            diff.append(node_diff(name, outcome['before'], plan['labels']))
+        result['nodes'][name] = entry
+    result['changed'] = any(entry['changed'] for entry in result['nodes'].values())
+    if module._diff:
+        result['diff'] = diff
+    if result['failed_nodes'] and not params['continue_on_error']:
+        raise nfd_node_labels.NodeLabelsError('cannot label %d of %d Nodes: %s' % (
+            len(result['failed_nodes']), len(requested), '; '.join(result['nodes'][name]['msg'] for name in result['failed_nodes'])))
 
 
 def run(module, result):
     """Compute, write and apply the labels, filling `result` as it goes (so a failure still returns what was found)."""
     params = module.params
+    if params['nodes'] is not None:
+        apply_many(module, result)
+        return
     diff = []
     if params['labels'] is not None:
         result['labels'] = given_labels(params['labels'])
@@ -110,7 +167,7 @@ def run(module, result):
             params['mig_config'])
         for warning in warnings + ([facts['disagreement']] if facts['disagreement'] else []):
             module.warn(warning)
-        result.update(labels=labels, discovery=facts)
+        result.update(labels=labels, discovery=facts, ansible_facts=host_facts(module))
     if params['features_d'] and params['labels'] is None:
         result['features_d'] = params['features_d']
         result['changed'] = sync_features_file(module, params['features_d'], result['labels'], diff)
@@ -119,7 +176,6 @@ def run(module, result):
                                                       params['state'], module.check_mode)
         result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'])
         result['changed'] = result['changed'] or changed
-        diff.insert(0, dict(before_header='Node %s labels' % params['node_name'], after_header='Node %s labels' % params['node_name'],
-                            before=before, after=plan['labels']))
+        diff.insert(0, node_diff(params['node_name'], before, plan['labels']))
     if module._diff:
         result['diff'] = diff

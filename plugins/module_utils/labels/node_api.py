@@ -7,7 +7,9 @@
 
 `reconcile()` is pure (current labels + what we own + desired set -> plan); `apply()` reads the
 Node, reconciles and sends one JSON merge patch guarded by the resourceVersion it read, through
-k8s_client.Api (retries, re-read on conflict, clear errors).
+k8s_client.Api (retries, re-read on conflict, clear errors). `apply_many()` does the same for many
+Nodes with one client and one list of the Nodes (`plan_nodes()`, pure, plans each from that list):
+a Node that cannot be labelled is reported in its own result, the others go on.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -15,6 +17,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, MIG_CONFIG, PRESENT
 
@@ -24,6 +27,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules i
 # module labelled carries it, as {} when it set no label there (a node without a GPU whose NFD
 # labels are NFD's): it marks a Node this collection has examined (the k8s_nodes plugins read it).
 OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
+
+
+class NodeLabelsError(GpuOpsError):
+    """Some Nodes could not be labelled."""
 
 
 def owned_labels(annotations):
@@ -145,3 +152,104 @@ def apply(api, node_name, desired, state='present', check_mode=False):
 
     (plan, current), changed = api.read_modify_write(attempt, check_mode)
     return plan, current, changed
+
+
+# Nodes listed per request: a fleet's Node list comes in pages rather than as one answer of tens of megabytes.
+LIST_PAGE = 500
+
+
+def node_metadata(node):
+    """What planning needs of a Node object: its labels, annotations and resourceVersion."""
+    metadata = node.get('metadata') or {}
+    return dict(labels=dict(metadata.get('labels') or {}), annotations=dict(metadata.get('annotations') or {}),
+                resource_version=metadata.get('resourceVersion'))
+
+
+def plan_node(metadata, desired, state='present'):
+    """(plan, patch) for one Node from node_metadata(): the reconcile() plan and its merge patch (None: nothing to write)."""
+    plan = reconcile(metadata['labels'], owned_labels(metadata['annotations']), desired, state)
+    return plan, merge_patch(metadata['annotations'], plan, metadata['resource_version'])
+
+
+def missing_node_message(node_name):
+    return 'cannot label Node %s: the API lists no Node of that name (is the node registered, and is its Node name %s?)' % (
+        node_name, node_name)
+
+
+def plan_nodes(listed, requested, state='present'):
+    """Plan every requested Node from one list of the Nodes; pure.
+
+    listed: {name: node_metadata()}; requested: [(name, desired labels)]. Returns {name: {current, plan, patch,
+    error}}: error is the message for a Node the list does not hold (plan and patch are then None).
+    """
+    planned = {}
+    for name, desired in requested:
+        if name not in listed:
+            planned[name] = dict(current=None, plan=None, patch=None, error=missing_node_message(name))
+            continue
+        plan, patch = plan_node(listed[name], desired, state)
+        planned[name] = dict(current=listed[name]['labels'], plan=plan, patch=patch, error=None)
+    return planned
+
+
+def list_nodes(api):
+    """{name: node_metadata()} of every Node, read page by page (raw JSON, as in read_node)."""
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
+    core = CoreV1Api(api.client)
+    ref = k8s_client.ObjectRef('Node', '(all)', 'nodes')
+    listed, token = {}, None
+    while True:
+        kwargs = dict(limit=LIST_PAGE, _preload_content=False)
+        if token:
+            kwargs['_continue'] = token
+        page = json.loads(api.call('list', ref, core.list_node, **kwargs).data)
+        for node in page.get('items') or []:
+            listed[node['metadata']['name']] = node_metadata(node)
+        token = (page.get('metadata') or {}).get('continue')
+        if not token:
+            return listed
+
+
+def _node_attempt(api, core, name, first, desired, state):
+    """read_modify_write's step for one Node: the plan made from the list first, the Node read again on a retry."""
+    rounds = []
+
+    def attempt():
+        if rounds:
+            metadata = node_metadata(read_node(api, name))
+            current = metadata['labels']
+            plan, patch = plan_node(metadata, desired, state)
+        else:
+            current, plan, patch = first['current'], first['plan'], first['patch']
+        rounds.append(1)
+        if patch is None:
+            return (plan, current), None
+        return (plan, current), lambda: api.call('patch', node_ref(name), core.patch_node, name, patch,
+                                                 _content_type='application/merge-patch+json', _preload_content=False)
+    return attempt
+
+
+def apply_many(api, requested, state='present', check_mode=False):
+    """Label many Nodes: one list, then per Node one merge patch guarded by the resourceVersion listed.
+
+    A 409 Conflict re-reads that Node and plans it again (k8s_client.Api.read_modify_write). Returns {name: {plan,
+    before, changed, error}}: error is the message of a Node that could not be labelled (missing, refused, ...);
+    plan and before are then what was known, or None.
+    """
+    from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
+    core = CoreV1Api(api.client)
+    desired = dict(requested)
+    planned = plan_nodes(list_nodes(api), requested, state)
+    results = {}
+    for name, _labels in requested:
+        first = planned[name]
+        if first['error']:
+            results[name] = dict(plan=None, before=None, changed=False, error=first['error'])
+            continue
+        try:
+            (plan, current), changed = api.read_modify_write(_node_attempt(api, core, name, first, desired[name], state), check_mode)
+        except k8s_client.ApiError as exc:
+            results[name] = dict(plan=first['plan'], before=first['current'], changed=False, error=str(exc))
+            continue
+        results[name] = dict(plan=plan, before=current, changed=changed, error=None)
+    return results

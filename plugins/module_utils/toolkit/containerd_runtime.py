@@ -24,6 +24,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config as rc
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import all_runtime_names, check_options, runtime_entries
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_config import Plan, state_path
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.toml_doc import get_table, parse
 
 
 class NodeFiles(object):
@@ -272,9 +273,46 @@ def _undo_structurally(params, result, name, state):
     result.desired[name] = rc.to_bytes(cc.dumps(doc))
 
 
+class NotLoadedError(rc.ConfigError):
+    """containerd's own reading of the config does not show the runtimes as registered."""
+
+
+def dump_problems(dump, entries):
+    """What `containerd config dump` output shows wrong for the runtimes `entries` ([(name, binary)]): a runtime missing,
+    or one whose BinaryName is another; [] when containerd reads every one as registered. Pure."""
+    doc = parse(dump, 'containerd config dump')
+    version = cc.detect_version(doc)
+    problems = []
+    for name, binary in entries:
+        if get_table(doc, cc.runtimes_keys(version) + (name,)) is None:
+            problems.append('no runtime %s' % name)
+            continue
+        found = cc.binary_name(doc, version, name)
+        if found != binary:
+            problems.append('runtime %s has BinaryName %s, not %s' % (name, found or '(unset: runc)', binary))
+    return problems
+
+
 def execute(module, result):
-    """Write what plan() decided; nothing in check mode. Returns the module's result dict."""
-    return rc.execute(module, result, module.params['path'], state_path(module.params['path']))
+    """Write what plan() decided; nothing in check mode. Returns the module's result dict.
+
+    With `verify`, containerd then reads the config as it will at its next start (`containerd config dump`, the
+    contract): the run fails unless it shows every runtime with its binary. In check mode a config that would change
+    is not on disk yet: it is not verified (`verified` false).
+    """
+    params = module.params
+    out = rc.execute(module, result, params['path'], state_path(params['path']))
+    out['verified'] = False
+    if params['verify'] and params['state'] == 'present' and not (module.check_mode and out['changed']):
+        dump = containerd_cli.config_dump(module, params['path'])
+        if dump is None:
+            raise NotLoadedError('cannot verify %s: containerd is not installed (no containerd in PATH)' % params['path'])
+        problems = dump_problems(dump, runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants']))
+        if problems:
+            raise NotLoadedError('containerd --config %s config dump does not show the NVIDIA runtimes as written: %s' % (
+                params['path'], '; '.join(problems)))
+        out['verified'] = True
+    return out
 
 
 def gather(module):

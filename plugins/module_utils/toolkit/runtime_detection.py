@@ -17,7 +17,7 @@ import re
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import NOT_INSTALLED, run
 
 # Socket name in the kubelet's --container-runtime-endpoint / containerRuntimeEndpoint -> runtime.
 SOCKETS = {
@@ -29,6 +29,9 @@ SOCKETS = {
 # Runtime -> systemd unit, in the order tried when no kubelet config names one: containerd first,
 # since Docker's packages pull containerd in too.
 UNITS = {'containerd': 'containerd.service', 'crio': 'crio.service', 'docker': 'docker.service'}
+# Runtime -> its default socket and its daemon: on a node without systemd these show that the runtime is there.
+RUNTIME_SOCKETS = {'containerd': '/run/containerd/containerd.sock', 'crio': '/var/run/crio/crio.sock', 'docker': '/var/run/docker.sock'}
+DAEMONS = {'containerd': 'containerd', 'crio': 'crio', 'docker': 'dockerd'}
 KUBELET_FILES = ['/var/lib/kubelet/config.yaml', '/var/lib/kubelet/kubeadm-flags.env', '/etc/default/kubelet']
 KUBELET_FILE_LIMIT = 1024 * 1024
 _SOCKET = re.compile(r'[a-z-]+\.sock\b')
@@ -57,15 +60,16 @@ def installed(service):
     return (service or {}).get('load_state') not in (None, '', 'not-found')
 
 
-def pick_runtime(socket, services):
-    """The runtime the kubelet names, else (no kubelet configuration yet) the first installed runtime service, else None.
+def pick_runtime(socket, services, present=()):
+    """The runtime the kubelet names, else (no kubelet configuration yet) the first installed runtime service or, where
+    no systemd can be asked, the first of `present` (runtimes whose socket or daemon the node has), else None.
 
     A socket of another runtime (podman.sock) is None too: the installed containerd is then not the kubelet's runtime.
     """
     if socket is not None:
         return SOCKETS.get(socket)
     for runtime in UNITS:
-        if installed(services.get(runtime)):
+        if installed(services.get(runtime)) or runtime in present:
             return runtime
     return None
 
@@ -112,18 +116,35 @@ def gather(module):
     socket = kubelet_socket(texts)
 
     rc, out, err = run(module, ['systemctl', 'show', '--property=Id,LoadState,ActiveState'] + list(UNITS.values()))
-    if rc != 0:
+    # A node without systemd (a container host, a minimal image): the services' state is unknown (null), and the
+    # runtime is told by its socket or its daemon instead.
+    systemd = rc != NOT_INSTALLED
+    if systemd and rc != 0:
         module.fail_json(msg='systemctl show failed (rc=%d): %s' % (rc, (err or out).strip()))
-    units = systemd_units(out)
+    units = systemd_units(out) if systemd else {}
     services = dict((runtime, dict(unit=unit, **units.get(unit, dict(load_state=None, active_state=None))))
                     for runtime, unit in UNITS.items())
+    present = () if systemd else [runtime for runtime in UNITS
+                                  if os.path.exists(RUNTIME_SOCKETS[runtime]) or module.get_bin_path(DAEMONS[runtime])]
 
     binary = params['runtime_binary']
     return dict(
-        runtime=pick_runtime(socket, services),
+        runtime=pick_runtime(socket, services, present),
         kubelet_socket=socket,
+        systemd=systemd,
         services=services,
         runtime_binary=binary,
         runtime_binary_exists=os.path.exists(binary) if binary else None,
         packages=package_versions(module, params['packages']),
+        ready_file_content=ready_file_content(params['ready_file']),
     )
+
+
+# toolkit-ready is three short lines; anything larger is not the stage's marker.
+READY_FILE_LIMIT = 4096
+
+
+def ready_file_content(path):
+    """The marker file's text, or None when no path is given or the file does not exist (files.FileError otherwise)."""
+    data = files.read_bytes(path, limit=READY_FILE_LIMIT) if path else None
+    return None if data is None else to_text(data, errors='surrogate_or_replace')

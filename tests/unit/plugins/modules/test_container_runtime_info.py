@@ -9,8 +9,10 @@ and record how they were called."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import pytest
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 from ansible_collections.gpuops.gpu_operator.plugins.modules import container_runtime_info
 from tests.module_runner import run_module
 from tests.unit.plugins.module_utils.toolkit.test_runtime_detection import DPKG_INSTALLED, KUBEADM_FLAGS, SYSTEMCTL_SID
@@ -33,7 +35,7 @@ def test_no_kubelet_config_picks_the_installed_service(capsys, node):
     binary = node / 'nvidia-container-runtime'
     result = run(capsys, node, runtime_binary=str(binary), packages=['containerd', 'runc', 'python3-tomlkit'])
     assert result['changed'] is False
-    assert (result['runtime'], result['kubelet_socket']) == ('containerd', None)
+    assert (result['runtime'], result['kubelet_socket'], result['systemd']) == ('containerd', None, True)
     assert result['services']['containerd'] == dict(unit='containerd.service', load_state='loaded', active_state='active')
     assert result['services']['docker']['load_state'] == 'not-found'
     assert result['runtime_binary_exists'] is False
@@ -77,8 +79,61 @@ def test_systemctl_failing_fails_the_module(capsys, node):
     assert 'Failed to connect to bus' in result['msg']
 
 
+@pytest.mark.parametrize('kubelet, daemon, socket, expected', [
+    # The kubelet's flags name the runtime, as on a node with systemd.
+    (KUBEADM_FLAGS, None, None, 'crio'),
+    # No kubelet configuration yet: the runtime whose daemon is on PATH, or whose socket exists.
+    (None, 'dockerd', None, 'docker'),
+    (None, 'containerd', None, 'containerd'),
+    (None, None, 'crio', 'crio'),
+    (None, None, None, None),
+])
+def test_without_systemctl_the_services_are_unknown_and_the_runtime_still_found(
+        capsys, monkeypatch, node, kubelet, daemon, socket, expected):
+    """tests/fixtures/gpus/h100-x1/module-results/container_runtime_info-node.json: on that real host (no systemctl)
+    the module failed and stopped the toolkit stage."""
+    commands(node)
+    (node / 'bin' / 'systemctl').unlink()
+    if kubelet:
+        (node / 'kubeadm-flags.env').write_text(kubelet)
+    if daemon:
+        script(node / 'bin', daemon, 'exit 0\n')
+    sockets = dict((runtime, str(node / (runtime + '.sock'))) for runtime in runtime_detection.RUNTIME_SOCKETS)
+    monkeypatch.setattr(runtime_detection, 'RUNTIME_SOCKETS', sockets)
+    if socket:
+        (node / (socket + '.sock')).write_text('')
+    result = run(capsys, node, packages=['containerd'])
+    assert result['systemd'] is False
+    assert result['runtime'] == expected
+    assert result['services'] == dict((runtime, dict(unit=unit, load_state=None, active_state=None))
+                                      for runtime, unit in runtime_detection.UNITS.items())
+    assert result['packages'] == {'containerd': '1.6.20~ds1-1+deb12u3'}, 'the rest of the node is read as before'
+
+
 def test_rpm_when_there_is_no_dpkg(capsys, node):
     commands(node)
     (node / 'bin' / 'dpkg-query').unlink()
     script(node / 'bin', 'rpm', 'printf "containerd.io\\t1.7.25-3.1.el9\\npackage cri-o is not installed\\n"\nexit 1\n')
     assert run(capsys, node, packages=['containerd.io', 'cri-o'])['packages'] == {'containerd.io': '1.7.25-3.1.el9', 'cri-o': None}
+
+
+def test_the_ready_file_is_read_in_the_same_run(capsys, node):
+    commands(node)
+    ready = node / 'validations' / 'toolkit-ready'
+    assert run(capsys, node)['ready_file_content'] is None, 'not asked for'
+    assert run(capsys, node, ready_file=str(ready))['ready_file_content'] is None, 'missing'
+    ready.parent.mkdir()
+    ready.write_text('runtime=containerd\nruntime_class=nvidia\nbinary=/usr/bin/nvidia-container-runtime\n')
+    assert run(capsys, node, ready_file=str(ready))['ready_file_content'] == ready.read_text()
+
+
+@pytest.mark.parametrize('odd', ['directory', 'dangling link'])
+def test_an_odd_ready_file_fails_clearly(capsys, node, odd):
+    commands(node)
+    ready = node / 'toolkit-ready'
+    if odd == 'directory':
+        ready.mkdir()
+    else:
+        ready.symlink_to(node / 'nowhere')
+    result = run(capsys, node, ready_file=str(ready), failed=True)
+    assert str(ready) in result['msg']

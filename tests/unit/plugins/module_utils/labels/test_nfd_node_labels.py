@@ -12,7 +12,8 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import OWNED_ANNOTATION, merge_patch, owned_labels, reconcile
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import (
+    OWNED_ANNOTATION, merge_patch, missing_node_message, node_metadata, owned_labels, plan_node, plan_nodes, reconcile)
 
 FOREIGN = {'kubernetes.io/hostname': 'gpu-1', 'team': 'ml'}
 NO_PATCH = 'no patch'
@@ -148,3 +149,47 @@ def test_absent_and_stale_leave_a_value_someone_changed():
 ])
 def test_owned_labels(annotations, expected):
     assert owned_labels(annotations) == expected
+
+
+# ---- many Nodes from one list: plan_nodes() plans each Node from its listed metadata, pure.
+
+def listed(labels, owned=None, version='7'):
+    annotations = recorded(owned) if owned is not None else {}
+    return node_metadata({'metadata': {'name': 'n', 'labels': labels, 'annotations': annotations, 'resourceVersion': version}})
+
+
+def test_node_metadata_of_a_bare_node():
+    assert node_metadata({'metadata': {'name': 'n'}}) == dict(labels={}, annotations={}, resource_version=None)
+
+
+def test_plan_nodes_plans_each_node_on_its_own():
+    nodes = {'fresh': listed(FOREIGN, version='10'), 'converged': listed(dict(FOREIGN, **DESIRED), DESIRED, '11'),
+             'stale': listed(dict(FOREIGN, **DESIRED, **{'nvidia.com/mig.strategy': 'single'}),
+                             dict(DESIRED, **{'nvidia.com/mig.strategy': 'single'}), '12')}
+    planned = plan_nodes(nodes, [('fresh', DESIRED), ('converged', DESIRED), ('stale', DESIRED), ('gone', DESIRED)])
+    assert list(planned) == ['fresh', 'converged', 'stale', 'gone']
+    # Each patch is guarded by that Node's own resourceVersion.
+    assert planned['fresh']['patch'] == {'metadata': {'resourceVersion': '10', 'labels': DESIRED,
+                                                      'annotations': {OWNED_ANNOTATION: annotation(DESIRED)}}}
+    assert planned['fresh']['current'] == FOREIGN and planned['fresh']['error'] is None
+    assert planned['converged']['patch'] is None and planned['converged']['plan']['added'] == []
+    assert planned['stale']['patch']['metadata']['resourceVersion'] == '12'
+    assert planned['stale']['plan']['removed'] == ['nvidia.com/mig.strategy']
+    # A Node the list does not hold is an error of its own; the others are planned all the same.
+    assert planned['gone'] == dict(current=None, plan=None, patch=None, error=missing_node_message('gone'))
+    assert 'gone' in planned['gone']['error'] and 'lists no Node' in planned['gone']['error']
+
+
+def test_plan_nodes_with_state_absent_removes_ours_from_each():
+    nodes = {'a': listed(dict(FOREIGN, **DESIRED), DESIRED, '3'), 'b': listed(FOREIGN, version='4')}
+    planned = plan_nodes(nodes, [('a', {}), ('b', {})], state='absent')
+    assert planned['a']['plan']['removed'] == sorted(DESIRED) and planned['a']['plan']['labels'] == FOREIGN
+    assert planned['a']['patch']['metadata']['annotations'] == {OWNED_ANNOTATION: None}
+    assert planned['b']['patch'] is None, 'a Node never labelled has nothing to remove'
+
+
+def test_plan_node_matches_reconcile_and_merge_patch():
+    metadata = listed(dict(FOREIGN, **{'nvidia.com/gpu.deploy.driver': 'pre-installed'}), version='5')
+    plan, patch = plan_node(metadata, DESIRED)
+    assert plan == reconcile(metadata['labels'], {}, DESIRED)
+    assert patch == merge_patch({}, plan, '5')

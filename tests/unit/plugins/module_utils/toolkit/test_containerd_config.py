@@ -464,3 +464,23 @@ def test_property_tomlkit_roundtrip_of_inputs(original):
     # The transformer's style preservation rests on tomlkit giving back what it read.
     assert cc.dumps(cc.parse(original.decode())) == original.decode()
     assert tomlkit.parse(original.decode()) is not None
+
+
+# containerd's own reading of a config: real `containerd config dump` output (fixtures/containerd/SOURCE.md).
+NVIDIA_CDI = [('nvidia', '/usr/bin/nvidia-container-runtime'), ('nvidia-cdi', '/usr/bin/nvidia-container-runtime.cdi')]
+
+
+@pytest.mark.parametrize('dump, entries, problems', [
+    ('dump-nvidia-cdi-1.6.20.toml', NVIDIA_CDI, []),
+    ('dump-nvidia-cdi-2.1.9.toml', NVIDIA_CDI, []),
+    ('dump-default-1.6.20.toml', NVIDIA_CDI, ['no runtime nvidia', 'no runtime nvidia-cdi']),
+    ('dump-default-2.1.9.toml', NVIDIA_CDI[:1], ['no runtime nvidia']),
+    ('dump-nvidia-cdi-2.1.9.toml', [('nvidia', '/usr/local/nvidia/toolkit/nvidia-container-runtime')],
+     ['runtime nvidia has BinaryName /usr/bin/nvidia-container-runtime, not /usr/local/nvidia/toolkit/nvidia-container-runtime']),
+    # runc has no BinaryName: containerd runs runc itself.
+    ('dump-default-1.6.20.toml', [('runc', '/usr/bin/nvidia-container-runtime')],
+     ['runtime runc has BinaryName (unset: runc), not /usr/bin/nvidia-container-runtime']),
+])
+def test_dump_problems_reads_containerds_own_dump(dump, entries, problems):
+    with open(os.path.join(FIXTURES, dump), encoding='utf-8') as handle:
+        assert cr.dump_problems(handle.read(), entries) == problems

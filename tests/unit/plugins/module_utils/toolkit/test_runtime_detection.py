@@ -57,6 +57,24 @@ def services(**load_states):
                 for runtime in rd.UNITS)
 
 
+def unknown():
+    """The services of a node without systemd: their state is unknown."""
+    return dict((runtime, dict(unit=unit, load_state=None, active_state=None)) for runtime, unit in rd.UNITS.items())
+
+
+@pytest.mark.parametrize('socket, found, present, expected', [
+    # No systemd (the real H100 host of tests/fixtures/gpus/h100-x1 has no systemctl): the kubelet's socket still wins,
+    # else the first runtime whose socket or daemon the node has, in the same order as the services.
+    ('crio.sock', unknown(), ['containerd'], 'crio'),
+    (None, unknown(), ['docker'], 'docker'),
+    (None, unknown(), ['containerd', 'docker'], 'containerd'),
+    (None, unknown(), [], None),
+    ('podman.sock', unknown(), ['containerd'], None),
+])
+def test_pick_runtime_without_systemd(socket, found, present, expected):
+    assert rd.pick_runtime(socket, found, present) == expected
+
+
 @pytest.mark.parametrize('socket, found, expected', [
     ('containerd.sock', services(), 'containerd'),
     ('crio.sock', services(containerd='loaded'), 'crio'),
