@@ -32,7 +32,9 @@ def stopped_gpu_nodes(hosts, hostvars):
     for host in hosts or []:
         facts = hostvars[host]
         if facts.get('site_node_stage') != 'done':
-            stopped.append({'node': gpu_node_name(host, hostvars), 'stage': facts.get('site_node_stage') or 'setup',
+            # site.yml sets site_node_stage from the second stage on: a failure before it is the labels stage's.
+            stage = facts.get('site_node_stage') or ('gpu_node_labels' if facts.get('site_node_failure') else 'setup')
+            stopped.append({'node': gpu_node_name(host, hostvars), 'stage': stage,
                             'failure': facts.get('site_node_failure') or 'unreachable'})
     return stopped
 
