@@ -111,7 +111,16 @@ def main():
     policy = k8s_client.ObjectRef('ClusterPolicy', params['name'], PLURAL, GROUP)
 
     def attempt():
-        current = api.call('get', policy, custom.get_cluster_custom_object, GROUP, VERSION, PLURAL, params['name'])
+        try:
+            current = api.call('get', policy, custom.get_cluster_custom_object, GROUP, VERSION, PLURAL, params['name'])
+        except k8s_client.ApiError as exc:
+            # --check on a cluster without it: the operands' play only previewed the ClusterPolicy (or its CRD), so
+            # the status is shown as this run would write it on the ClusterPolicy it creates.
+            if not (module.check_mode and exc.status == 404):
+                raise
+            module.warn('ClusterPolicy %s does not exist yet (check mode: this run would create it); the status is the one '
+                        'the run would write' % params['name'])
+            return policy_status(None, params['state'], params['reason'], params['detail'], params['namespace']), lambda: None
         status = policy_status(current.get('status'), params['state'], params['reason'], params['detail'], params['namespace'])
         if status == current.get('status'):
             return status, None

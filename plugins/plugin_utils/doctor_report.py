@@ -46,7 +46,7 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, val
                                     "fix what the task's message says on the node (a command or file it needs, a setting that names "
                                     'the wrong path), then run the doctor again: ansible-playbook -i <inventory> gpuops.gpu_operator.doctor'))
     else:
-        found.extend(result['findings'])
+        found.extend(_with_runtime_error(result['findings'], data.get('runtime_error')))
     if cluster.get('nodes') is not None:
         node = api_nodes.get(name)
         # Without its Node the labels cannot be compared; node-not-registered says why.
@@ -61,6 +61,17 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, val
     found.extend(pod_findings.pop(name, []))
     found.extend(checks.validation_findings(validation.pop(name, None), validation_pods.pop(name, [])))
     return name, found
+
+
+def _with_runtime_error(findings, error):
+    """The node's findings, the container toolkit stage's reason for finding no runtime added to runtime-not-found (a
+    finding of its own when the doctor module did find one)."""
+    if not error:
+        return list(findings)
+    if any(item['check'] == 'runtime-not-found' for item in findings):
+        return [dict(item, evidence=item['evidence'] + [error]) if item['check'] == 'runtime-not-found' else item for item in findings]
+    return list(findings) + [checks.finding('runtime-detection-failed', 'warning', "the container toolkit stage's runtime detection failed",
+                                            [error], 'set container_toolkit_runtime for this node, or fix what the message says')]
 
 
 def _validation_results(config_maps):
@@ -80,7 +91,7 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
     """The report.
 
     nodes: {inventory host: dict(node_name, result (gpu_node_doctor's return, None when it did not run), failed_task and
-    error (the check task that failed on the node, its message), expected_labels, labels_error) or None (the host never
+    error (the check task that failed on the node, its message), expected_labels, labels_error, runtime_error) or None (the host never
     got to the end of the node checks: unreachable)}. cluster: dict(namespace, nodes, namespaces (the operator namespace, when it
     exists), daemonsets, pods, events, logs ({pod name: log text}), cluster_policies, config_maps (of the operator namespace:
     the device plugin configs and the validation stage's gpu-validation-results, {Node name: JSON of its result}), errors

@@ -140,13 +140,32 @@ def test_the_only_gpu_node_stopping_still_gets_the_summary_and_the_status(fresh,
     words = ' '.join(out.replace("''", "'").split())
     assert re.search(rf"{node}: .*; STOPPED: gpu_node_labels stage failed in task 'Compute the node's labels on the node': "
                      rf'sysfs_root: {re.escape(str(missing))} does not exist', words), out
-    assert "TASK [Run the role nvidia_driver]" not in out, 'the stopped node goes no further'
+    assert 'gpuops.gpu_operator.nvidia_driver : ' not in out, 'the stopped node goes no further'
     assert re.search(rf'{node}\s*: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=1', out), 'the last play fails the node'
     assert re.search(r'api\s*: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=0', out), out
     status = policy_status(api)
     error = {item['type']: item for item in status['conditions']}['Error']
     assert status['state'] == 'notReady' and error['reason'] == 'ReconcileFailed', status
     assert f'{node}: gpu_node_labels stage failed' in error['message'], status
+
+
+def test_first_check_diff_with_a_node_that_stops_previews_the_status(fresh, tmp_path):
+    """As on the H100 host once the first preview worked: --check --diff of a fresh cluster whose only GPU node stops.
+    The ClusterPolicy does not exist (check mode created nothing): the status the run would write is previewed, and only
+    the node fails."""
+    api, namespace = fresh
+    node = unique('gpu-stops')
+    inventory = write_inventory(tmp_path, namespace, {node: {'gpu_node_labels_sysfs_root': str(tmp_path / 'no-sysfs'),
+                                                             'gpu_node_labels_node_name': node}})
+    policy_crd, objects_before = crd_installed(api), stored(api)
+    code, out = run_site(api, tmp_path, inventory, '--check', '--diff', '--skip-tags', 'validation')
+    assert code != 0, out
+    assert re.search(rf'{node}\s*: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=1', out), 'the last play fails the node'
+    assert re.search(r'api\s*: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=0', out), out
+    words = ' '.join(out.split())
+    if not policy_crd:
+        assert 'ClusterPolicy cluster-policy does not exist yet (check mode: this run would create it)' in words, out
+    assert stored(api) == objects_before, 'check mode wrote nothing'
 
 
 RUNTIME_TASK = "Read the node's container runtime, its services and the toolkit's packages"
@@ -171,6 +190,13 @@ def test_the_doctor_names_the_check_that_failed_on_a_node_that_answered(fresh, t
     words = ' '.join(out.split())
     findings = {item['check']: item for item in json.loads(report_path.read_text())['nodes']['vm']['findings']}
     assert 'node-unreachable' not in findings, findings
+    if 'runtime-detection-failed' in findings:
+        # Where systemd does not run, the runtime detection fails (as on the H100 host, where systemctl was missing); the
+        # doctor goes on with the node's other checks and reports why the runtime could not be told.
+        detection = findings['runtime-detection-failed']
+        assert detection['severity'] == 'warning' and detection['evidence'][0].startswith('systemctl show failed'), detection
+        assert 'node-check-failed' not in findings, findings
+        return
     found = findings['node-check-failed']
     assert found['severity'] == 'error', found
     task = re.fullmatch(r"the check task '(.*)' failed on the node; the checks after it did not run", found['summary']).group(1)

@@ -646,3 +646,22 @@ def test_text_cuts_long_evidence_the_json_keeps_it():
     evidence = [line for line in lines if line.startswith('          | ')]
     assert len(evidence) == doctor_report.TEXT_EVIDENCE_LINES + 1
     assert evidence[-1] == '          | ... and 8 more (see the JSON report)'
+
+
+NO_RUNTIME = ('No container runtime of the kubelet found on vm: its configuration names no runtime socket and this stage configures '
+              'containerd, CRI-O or Docker (with no socket named, the first one installed); set container_toolkit_runtime.')
+
+
+@pytest.mark.parametrize('findings, error, expected', [
+    ([], None, []),
+    # The real H100 host (tests/fixtures/gpus/h100-x1/host-run-after-fixes): no runtime installed.
+    ([checks.finding('runtime-not-found', 'error', 'no container runtime found for the kubelet (containerd, CRI-O or Docker)')], NO_RUNTIME,
+     [('runtime-not-found', 'error', [NO_RUNTIME])]),
+    ([checks.finding('driver-not-loaded', 'error', 'x', ['y'])], 'kubelet config unreadable',
+     [('driver-not-loaded', 'error', ['y']), ('runtime-detection-failed', 'warning', ['kubelet config unreadable'])]),
+], ids=['no error', 'no runtime: the stage says why', 'detection failed, the module found a runtime'])
+def test_the_node_is_checked_when_its_runtime_cannot_be_told(findings, error, expected):
+    """doctor.yml goes on to the doctor module when the runtime detection fails; the stage's message is kept."""
+    data = dict(node_name='gpu-1', result=dict(node_result([]), findings=findings), expected_labels=EXPECTED, runtime_error=error)
+    report = doctor_report.build({'gpu-1': data}, cluster(), inventory='inv.yml')
+    assert [(item['check'], item['severity'], item['evidence']) for item in report['nodes']['gpu-1']['findings']] == expected
