@@ -10,86 +10,44 @@ The validation play is skipped (--skip-tags validation): the stand-in runs no Po
 nodes (podman, named gpuops-drift-<distro>, removed afterwards) from the lab images (`make images`) and a stand-in of
 its own. What each run took is printed and kept in .build/drift/timings.json.
 """
-import concurrent.futures
 import json
-import os
 import subprocess
-import sys
 import time
 
 import pytest
 import yaml
 
 from tests.cluster.helpers import REPO, raw
-from tests.standin.runner import BackgroundStandin, write_kubeconfig
+from tests.lab.labtest import ANSIBLE_PLAYBOOK, lab_inventory, lab_nodes, playbook_environment, run
 
-LABCTL = REPO / 'tests' / 'lab' / 'labctl.py'
-LAB_INVENTORY = REPO / 'inventory' / 'lab' / 'hosts.yml'
 PREFIX = 'gpuops-drift-'
 DISTROS = ('bookworm', 'trixie', 'sid')
-DRIFTED = PREFIX + 'bookworm'
+# Not the play's first node: the labels of every node are applied in one run on the API host, and each node must
+# still be reported for its own Node.
+DRIFTED = PREFIX + 'sid'
 CONTAINERD_CONFIG = '/etc/containerd/config.toml'
 LABEL = 'nvidia.com/gpu.product'
 RESULTS = REPO / '.build' / 'drift'
-LABELS_TASK = "Apply the labels of the play's nodes to their Nodes from the API host"
-
-
-def run(*args, **kwargs):
-    kwargs.setdefault('timeout', 300)
-    result = subprocess.run(args, capture_output=True, text=True, check=False, cwd=REPO, **kwargs)
-    assert result.returncode == 0, f'{args}: {result.stdout}{result.stderr}'
-    return result.stdout
+LABELS_TASK = "Report the node's labels"
 
 
 def write_inventory(path):
     """The lab inventory with the lab nodes renamed gpuops-drift-<distro>: the same group and host variables."""
-    lab = yaml.safe_load(LAB_INVENTORY.read_text())
-    nodes = lab['all']['children']['gpu_nodes']
-    nodes['hosts'] = {PREFIX + hostvars['gpuops_lab_distro']: hostvars for hostvars in nodes['hosts'].values()}
-    path.write_text(yaml.safe_dump(lab))
+    path.write_text(yaml.safe_dump(lab_inventory(PREFIX)))
     return path
-
-
-class Kube:
-    """What tests.cluster.helpers.raw needs: an ApiClient on the stand-in."""
-
-    def __init__(self, kubeconfig):
-        import kubernetes  # pylint: disable=import-outside-toplevel
-        self.api_client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
 
 
 @pytest.fixture(name='lab')
 def fixture_lab(tmp_path):
     """(kubeconfig, Kube): a stand-in of its own with the nodes' Nodes, and the lab nodes running; all gone afterwards."""
-    names = [PREFIX + distro for distro in DISTROS]
-    lab = yaml.safe_load(LAB_INVENTORY.read_text())['all']['children']['gpu_nodes']['hosts'].values()
-    fixtures = {hostvars['gpuops_lab_distro']: hostvars.get('gpuops_lab_fixture') for hostvars in lab}
-    standin = BackgroundStandin(nodes=names)
-    kubeconfig = tmp_path / 'kubeconfig'
-    write_kubeconfig(str(kubeconfig), standin.start())
-
-    def down():
-        subprocess.run([sys.executable, str(LABCTL), 'down', *names], capture_output=True, check=False, cwd=REPO, timeout=120)
-
-    down()
-    try:
-        with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
-            list(pool.map(lambda distro: run(sys.executable, str(LABCTL), 'up', PREFIX + distro, '--distro', distro,
-                                             *(['--fixture', f'tests/fixtures/gpus/{fixtures[distro]}'] if fixtures[distro] else [])),
-                          DISTROS))
-        yield kubeconfig, Kube(kubeconfig)
-    finally:
-        down()
-        standin.stop()
+    with lab_nodes(tmp_path, PREFIX, DISTROS) as lab:
+        yield lab
 
 
 def site(kubeconfig, inventory, report, *args):
     """site.yml with the drift report: (the report, the output)."""
-    env = dict(os.environ, K8S_AUTH_KUBECONFIG=str(kubeconfig), ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-               ANSIBLE_COLLECTIONS_PATH=os.environ.get('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections')),
-               ANSIBLE_CALLBACKS_ENABLED='gpuops.gpu_operator.drift_report', GPUOPS_DRIFT_REPORT_PATH=str(report),
-               PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
-    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory), 'playbooks/site.yml',
+    env = playbook_environment(kubeconfig, ANSIBLE_CALLBACKS_ENABLED='gpuops.gpu_operator.drift_report', GPUOPS_DRIFT_REPORT_PATH=str(report))
+    result = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), 'playbooks/site.yml',
                              '--skip-tags', 'validation', *args], capture_output=True, text=True, check=False, cwd=REPO, env=env, timeout=600)
     out = result.stdout + result.stderr
     assert result.returncode == 0, out[-6000:]
@@ -122,11 +80,10 @@ def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
     report = site(kubeconfig, inventory, tmp_path / 'converge.json')[0]
     took['converge_s'] = round(time.monotonic() - started)
     assert report['mode'] == 'run' and statuses(report) == dict({'localhost': 'changed'}, **{PREFIX + d: 'changed' for d in DISTROS}), report
-    # The node labels stage labels every node of the play in one run on the API host (run_once): ansible gives that
-    # task's result, and so its change, to the play's first node (DRIFTED); with --diff its diff names each Node.
+    # The node labels stage labels every node of the play in one run on the API host; each node reports its own change.
     for distro in DISTROS:
-        expected = {'gpu_node_labels', 'container_toolkit'} if PREFIX + distro == DRIFTED else {'container_toolkit'}
-        assert expected <= set(report['hosts'][PREFIX + distro]['stages']), report['hosts'][PREFIX + distro]
+        assert {'gpu_node_labels', 'container_toolkit'} <= set(report['hosts'][PREFIX + distro]['stages']), report['hosts'][PREFIX + distro]
+        assert [one['task'] for one in report['hosts'][PREFIX + distro]['stages']['gpu_node_labels']] == [LABELS_TASK]
     assert report['hosts']['localhost']['cluster'] and 'gpu_cluster_operands' in report['hosts']['localhost']['stages']
 
     # One node drifts, in two stages: its containerd config by hand, its Node's labels through the API.

@@ -25,10 +25,7 @@ import yaml
 
 from tests.cluster.helpers import REPO, raw, register_node
 from tests.lab import labctl
-from tests.standin.runner import BackgroundStandin, write_kubeconfig
-
-LABCTL = REPO / 'tests' / 'lab' / 'labctl.py'
-LAB_INVENTORY = REPO / 'inventory' / 'lab' / 'hosts.yml'
+from tests.lab.labtest import ANSIBLE_PLAYBOOK, LAB_INVENTORY, lab_fixtures, lab_nodes, playbook_environment, run
 NODE = 'gpuops-eda-bookworm'
 DISTRO, FIXTURE = 'bookworm', 'a100-sxm4-80gb-mig'  # a pre-installed driver: the driver stage validates it
 NAMESPACE = 'gpu-operator'
@@ -37,17 +34,8 @@ WAIT = 240  # seconds at most for a run to show on the Node (a loaded 2-core CI 
 RESULTS = REPO / '.build' / 'eda'
 
 
-def run(*args, **kwargs):
-    kwargs.setdefault('timeout', 300)
-    result = subprocess.run(args, capture_output=True, text=True, check=False, cwd=REPO, **kwargs)
-    assert result.returncode == 0, f'{args}: {result.stdout}{result.stderr}'
-    return result.stdout
-
-
 def environment(kubeconfig):
-    return dict(os.environ, K8S_AUTH_KUBECONFIG=str(kubeconfig), ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
-                ANSIBLE_COLLECTIONS_PATH=os.environ.get('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections')),
-                ANSIBLE_SKIP_TAGS='validation', PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'])
+    return playbook_environment(kubeconfig, ANSIBLE_SKIP_TAGS='validation')
 
 
 def write_inventory(directory, kubeconfig):
@@ -99,27 +87,13 @@ def wait_for(what, check, seconds=WAIT, rulebook=None):
     pytest.fail(f'{what}: not within {seconds}s')
 
 
-class Kube:
-    """What tests.cluster.helpers.raw needs: an ApiClient on the stand-in."""
-
-    def __init__(self, kubeconfig):
-        import kubernetes  # pylint: disable=import-outside-toplevel
-        self.api_client = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
-
-
 @pytest.fixture(name='lab')
 def fixture_lab(tmp_path):
-    """(kubeconfig, Kube): a stand-in of its own and the lab node, running; both gone afterwards."""
-    standin = BackgroundStandin()
-    kubeconfig = tmp_path / 'kubeconfig'
-    write_kubeconfig(str(kubeconfig), standin.start())
-    subprocess.run([sys.executable, str(LABCTL), 'down', NODE], capture_output=True, check=False, cwd=REPO, timeout=120)
-    try:
-        run(sys.executable, str(LABCTL), 'up', NODE, '--distro', DISTRO, '--fixture', f'tests/fixtures/gpus/{FIXTURE}', timeout=300)
-        yield kubeconfig, Kube(kubeconfig)
-    finally:
-        subprocess.run([sys.executable, str(LABCTL), 'down', NODE], capture_output=True, check=False, cwd=REPO, timeout=120)
-        standin.stop()
+    """(kubeconfig, Kube): a stand-in of its own (no Node: the test registers it) and the lab node, running; both gone
+    afterwards."""
+    assert lab_fixtures()[DISTRO] == FIXTURE
+    with lab_nodes(tmp_path, 'gpuops-eda-', (DISTRO,), register=False) as lab:
+        yield lab
 
 
 def event_seen(log_path, name):
@@ -142,7 +116,7 @@ def test_a_node_that_joins_is_configured_without_a_command(lab, tmp_path):
     try:
         # Meanwhile, the cluster before the node joins: site.yml with no GPU node installs the prerequisites and the
         # operands. No Node, no event.
-        run(os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory), 'playbooks/site.yml', env=env)
+        run(ANSIBLE_PLAYBOOK, '-i', str(inventory), 'playbooks/site.yml', env=env)
         wait_for('the event source watching the Nodes', lambda: 'watching them from resourceVersion' in log_path.read_text(),
                  seconds=120, rulebook=rulebook)
 
