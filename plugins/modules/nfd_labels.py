@@ -268,7 +268,9 @@ features_d:
   sample: /etc/kubernetes/node-feature-discovery/features.d/gpuops
 nodes:
   description:
-    - With O(nodes), each Node's outcome by name (empty otherwise). C(msg) is there when C(failed) is true.
+    - With O(nodes), each Node's outcome by name (empty otherwise). C(msg) is there when C(failed) is true, C(diff) when
+      the Node's labels change and the task runs with C(--diff) (M(gpuops.gpu_operator.node_outcome) reports it as the
+      node's own).
   returned: always
   type: dict
   sample: {"gpu-node-1": {"changed": false, "failed": false, "labels": {"nvidia.com/gpu.present": "true"}, "added": [], "updated": [],

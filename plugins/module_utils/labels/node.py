@@ -140,6 +140,8 @@ def apply_many(module, result):
             result['failed_nodes'].append(name)
         elif outcome['changed']:
             diff.append(node_diff(name, outcome['before'], plan['labels']))
+            if module._diff:
+                entry['diff'] = diff[-1]
         result['nodes'][name] = entry
     result['changed'] = any(entry['changed'] for entry in result['nodes'].values())
     if module._diff:
