@@ -65,7 +65,7 @@ def main():
                 sys.exit(result.stdout[-4000:] + result.stderr[-4000:])
 
         play('converge (linear)', {})
-        for _ in range(runs):
+        for _run in range(runs):
             play('no-op (linear)', {})
             play('no-op (mitogen_linear)', mitogen)
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,9 @@ description:
   - Runs on the controller only; nothing is sent to the node.
 version_added: 0.1.0
 author:
-  - gpuops.gpu_operator contributors
+  - gpuops developers (@gpuops)
+extends_documentation_fragment:
+  - ansible.builtin.action_common_attributes
 options:
   outcome:
     description:
@@ -30,9 +32,12 @@ options:
 attributes:
   check_mode:
     support: full
+    details: It changes nothing; the entry says what the run for many nodes would change.
   diff_mode:
     support: full
     details: The entry's C(diff) is shown.
+  platform:
+    platforms: posix
 notes:
   - A task with an O(outcome) that is not a mapping fails with a message naming what it got.
 '''

@@ -96,7 +96,7 @@ def sliced(kubeconfig, slices, name, *args):
         results = list(pool.map(lambda inventory: playbook(kubeconfig, inventory, name, *args), slices))
     for number, (code, out) in enumerate(results, 1):
         assert code == 0, f'slice {number} of {name}: {out[-6000:]}'
-    return [out for _, out in results]
+    return [out for _code, out in results]
 
 
 def node_state(name):
