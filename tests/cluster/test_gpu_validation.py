@@ -404,4 +404,5 @@ def test_sliced_job_validates_each_slice_and_reports_the_whole_cluster(stand_in,
     assert (stopped_results[a]['state'], stopped_results[a]['stage'], stopped_results[a]['failure']) == ('stopped', 'nvidia_driver', 'the driver did not load')
     state, error = stopped_status
     assert (state, error['reason']) == ('notReady', 'ReconcileFailed')
-    assert error['message'].startswith(f'Failed to reconcile state-driver: {a}: the driver did not load') and f'{c}: plugin validation failed' in error['message']
+    assert error['message'].startswith(f'Failed to reconcile state-driver: {a}: the driver did not load'), error
+    assert f'{c}: plugin validation failed' in error['message'], error
