@@ -340,7 +340,7 @@ def run_together(kube_api, tmp_path, inventories, *args):
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for inventory in inventories]
     ended = []
     for process in started:
-        out, _ = process.communicate(timeout=600)
+        out = process.communicate(timeout=600)[0]
         ended.append((process.returncode, ' '.join(out.split())))
     return ended
 

@@ -56,7 +56,7 @@ def test_records_write_own_keys_stopped_and_drop_gone_nodes():
 ])
 def test_recorded_outcome(records, state, reason, named):
     stopped = [STOPPED] if reason == 'ReconcileFailed' else []
-    data = {k: v for k, v in validation.records(records, stopped, None, NODES).items()}
+    data = validation.records(records, stopped, None, NODES)
     found = validation.recorded_outcome(NODES, data)
     assert (found['state'], found['reason']) == (state, reason)
     if named:
