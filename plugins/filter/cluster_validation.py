@@ -50,6 +50,7 @@ def validation_failures(results, hosts, hostvars):
 
 class FilterModule(object):
     """cluster_validator, validation_targets, plugin_validation_pods, validation_report, cluster_policy_outcome,
+    validation_pods_on, validation_records, recorded_cluster_policy_outcome,
     gpu_node_name, stopped_gpu_nodes and validation_failures."""
 
     def filters(self):
@@ -59,6 +60,9 @@ class FilterModule(object):
             'plugin_validation_pods': checked(plugin_validation_pods),
             'validation_report': checked(validation.report),
             'cluster_policy_outcome': checked(policy_status.outcome),
+            'validation_pods_on': checked(validation.pods_on),
+            'validation_records': checked(validation.records),
+            'recorded_cluster_policy_outcome': checked(validation.recorded_outcome),
             'gpu_node_name': gpu_node_name,
             'stopped_gpu_nodes': stopped_gpu_nodes,
             'validation_failures': validation_failures,

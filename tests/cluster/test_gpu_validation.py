@@ -309,3 +309,100 @@ def test_real_cluster_validates_every_gpu_node(kube_api, cluster, tmp_path):
     results = stored_results(kube_api, namespace)
     assert results and {r['state'] for r in results.values()} == {'passed'}, results
     assert policy_status(kube_api)['state'] == 'ready'
+
+
+def slice_inventory(directory, namespace, nodes, with_kube_api, **settings):
+    """One slice's inventory as AWX's job slicing writes it: every group kept, only this slice's hosts; kube_api empty in
+    the slices that did not get its host (the playbooks then reach the API from the controller)."""
+    interpreter = sys.executable
+    directory.mkdir()
+    inventory = {'all': {
+        'vars': dict({'gpu_cluster_base_namespace': namespace, 'gpu_cluster_operands_namespace': namespace,
+                      'gpu_cluster_validator_namespace': namespace,
+                      'gpu_cluster_validator_timeout': 8, 'gpu_cluster_validator_plugin_timeout': 8, 'gpu_cluster_validator_poll': 0.5},
+                     **settings),
+        'children': {
+            'kube_api': {'hosts': {'localhost': {'ansible_connection': 'local', 'ansible_python_interpreter': interpreter}}} if with_kube_api else {},
+            'gpu_nodes': {'hosts': {name: {'gpu_node_labels_node_name': name} for name in nodes},
+                          'vars': {'ansible_connection': 'local', 'ansible_python_interpreter': interpreter}},
+        }}}
+    path = directory / 'inventory.yml'
+    path.write_text(yaml.safe_dump(inventory, sort_keys=False))
+    return path
+
+
+def run_together(kube_api, tmp_path, inventories, *args):
+    """ansible-playbook site.yml on each inventory, all started at once (the slices of one sliced job); [(code, output)]."""
+    env = dict(kube_api.env(), ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_NOCOLOR='1', ANSIBLE_DEPRECATION_WARNINGS='false')
+    env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
+    ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    started = [subprocess.Popen([ansible, '-i', str(inventory), str(REPO / 'playbooks' / 'site.yml'), *args], env=env, cwd=inventory.parent,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for inventory in inventories]
+    ended = []
+    for process in started:
+        out = process.communicate(timeout=600)[0]
+        ended.append((process.returncode, ' '.join(out.split())))
+    return ended
+
+
+def comparable(results):
+    """The records without what differs from run to run (timings, Pod names)."""
+    return {name: (r['state'], r.get('component'), re.sub(r'\(after [0-9.]+s\)', '', r.get('summary') or '')) for name, r in results.items()}
+
+
+def error_condition(kube_api):
+    status = policy_status(kube_api)
+    return status['state'], {cond['type']: cond for cond in status['conditions']}['Error']
+
+
+def test_sliced_job_validates_each_slice_and_reports_the_whole_cluster(stand_in, cluster, tmp_path):
+    """Three slices of an AWX sliced job (disjoint nodes, kube_api in one only) validating at the same time, scope inventory:
+    each slice's own nodes pass or fail, the records of all three are kept, the status names the failing node whichever
+    slice ends last, and a GPU Node outside the inventory is left alone. An unsliced run, scope cluster, gives the same."""
+    namespace, run, add_node = cluster
+    a, b, c, outside = (add_node(unique(f'gpu-{letter}')) for letter in 'abcd')
+    scenarios = {a: NodeScenario({'nvidia.com/gpu': 1}), b: NodeScenario({'nvidia.com/gpu': 1}), c: NodeScenario({}),  # c: plugin fails
+                 outside: NodeScenario({'nvidia.com/gpu': 1})}
+    selector = {'gpu_cluster_validator_node_selector': {'gpuops.test/validation': run}}
+    whole = slice_inventory(tmp_path / 'whole', namespace, [a, b, c], True, **selector)
+    slices = [slice_inventory(tmp_path / f'slice{i}', namespace, [name], i == 1, gpu_cluster_validator_scope='inventory', **selector)
+              for i, name in enumerate([a, b, c], 1)]
+    with KubeletDouble(stand_in.kubeconfig, namespace, scenarios, stand_in.standin.pod_logs):
+        code, out = run_playbook(stand_in, tmp_path, 'site.yml', whole, '--tags', 'validation')
+        assert code != 0 and f'GPU validation failed on {c}: plugin validation' in out, out
+        assert re.search(rf'{outside} \(not in the inventory\): validation passed', out), 'scope cluster: the labelled Node too'
+        unsliced = stored_results(stand_in, namespace)
+        unsliced_status = error_condition(stand_in)
+        outside_pod = pods(stand_in, namespace, VALIDATOR)[outside].metadata.uid
+
+        ended = run_together(stand_in, tmp_path, slices, '--tags', 'validation')
+        sliced = stored_results(stand_in, namespace)
+        sliced_status = error_condition(stand_in)
+        assert pods(stand_in, namespace, VALIDATOR)[outside].metadata.uid == outside_pod, 'scope inventory: its Pod is not replaced'
+
+        # c's slice first, then the two that pass: the failure stays in the status.
+        in_order = [run_playbook(stand_in, tmp_path, 'site.yml', inventory, '--tags', 'validation') for inventory in (slices[2], slices[0], slices[1])]
+        ordered_status = error_condition(stand_in)
+        # a's stage stops (as site.yml records it for a node whose stage failed): its record and the status say so.
+        stopped = json.dumps({'gpu_cluster_validator_stopped_nodes': [{'node': a, 'stage': 'nvidia_driver', 'failure': 'the driver did not load'}]})
+        run_playbook(stand_in, tmp_path, 'site.yml', slices[1], '--tags', 'validation', '-e', stopped)
+        stopped_results = stored_results(stand_in, namespace)
+        stopped_status = error_condition(stand_in)
+
+    (code_a, out_a), (code_b, out_b), (code_c, out_c) = ended
+    assert code_a == 0 and re.search(rf'{a}: .*validation passed', out_a), out_a
+    assert code_b == 0 and re.search(rf'{b}: .*validation passed', out_b), out_b
+    assert code_c != 0 and f'GPU validation failed on {c}: plugin validation' in out_c, out_c
+    for out in (out_a, out_b, out_c):
+        assert f'{outside} (not in the inventory)' not in out, 'scope inventory validates the slice\'s nodes only'
+    assert comparable(sliced) == comparable(unsliced) and set(sliced) >= {a, b, c, outside}
+    assert sliced[outside] == unsliced[outside], 'the Node outside the inventory keeps its record'
+    for state, error in (unsliced_status, sliced_status, ordered_status):
+        assert (state, error['reason']) == ('notReady', 'OperandNotReady')
+        assert f'{c}: plugin validation failed' in error['message'] and a not in error['message'] and b not in error['message']
+    assert in_order[0][0] != 0 and in_order[1][0] == 0 and in_order[2][0] == 0, in_order
+    assert (stopped_results[a]['state'], stopped_results[a]['stage'], stopped_results[a]['failure']) == ('stopped', 'nvidia_driver', 'the driver did not load')
+    state, error = stopped_status
+    assert (state, error['reason']) == ('notReady', 'ReconcileFailed')
+    assert error['message'].startswith(f'Failed to reconcile state-driver: {a}: the driver did not load'), error
+    assert f'{c}: plugin validation failed' in error['message'], error

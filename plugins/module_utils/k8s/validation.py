@@ -24,9 +24,11 @@ __metaclass__ = type
 
 import copy
 import hashlib
+import json
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, plugin_config, policy as cluster_policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, plugin_config, policy as cluster_policy, policy_status
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.operands import field_env, host_path, mount, value_env
 
@@ -43,6 +45,10 @@ RESULTS_CONFIG_MAP = 'gpu-validation-results'
 _MIG_COUNT_LABEL = re.compile(r'^nvidia\.com/(mig-.+)\.count$')
 # What a node advertises is named nvidia.com/gpu*, or nvidia.com/mig-* under the mixed strategy (the validator's prefixes).
 GPU_RESOURCE_PREFIXES = ('nvidia.com/gpu', 'nvidia.com/mig-')
+
+
+class ValidationError(GpuOpsError):
+    """A validation setting that is not one of its choices."""
 
 
 # --- the objects ----------------------------------------------------------------------------------
@@ -174,8 +180,14 @@ def gpu_resources(labels, mig_strategy='single', node_config=None):
     return [name + '.shared' if name in renamed else name for name in names or ['nvidia.com/gpu']]
 
 
-def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_plugin_config=None):
-    """The nodes to validate: every Node matching `selector` (default nvidia.com/gpu.present=true) and every node of the run.
+SCOPES = ('cluster', 'inventory')
+STOPPED = 'stopped'  # the state of a record of a node whose stage failed (it was not validated)
+
+
+def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_plugin_config=None, scope='cluster'):
+    """The nodes to validate: with scope `cluster`, every Node matching `selector` (default nvidia.com/gpu.present=true)
+    and every node of the run; with scope `inventory`, the nodes of the run only (a slice of an AWX sliced job leaves the
+    other slices' nodes to them).
 
     Each is {node, exists, skip (why it is not validated, or ''), resources}. A node labelled
     nvidia.com/gpu.deploy.operator-validator=false is skipped, as the Operator's DaemonSet skips it.
@@ -185,9 +197,11 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
     selector = selector if selector is not None else {GPU_PRESENT: 'true'}
     spec = device_plugin_config or {}
     available = plugin_config.configs(spec, mig_strategy)
+    if scope not in SCOPES:
+        raise ValidationError('scope must be one of %s, not %r' % (', '.join(SCOPES), scope))
     by_name = {node['metadata']['name']: node for node in nodes or []}
-    chosen = [name for name, node in sorted(by_name.items())
-              if all(((node['metadata'].get('labels') or {}).get(key)) == value for key, value in selector.items())]
+    chosen = [name for name, node in sorted(by_name.items()) if scope == 'cluster'
+              and all(((node['metadata'].get('labels') or {}).get(key)) == value for key, value in selector.items())]
     chosen += sorted(set(run_nodes or []) - set(chosen))
     found = []
     for name in chosen:
@@ -200,6 +214,14 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
                       'resources': gpu_resources(labels, mig_strategy, available.get(plugin_config.selected(spec, labels.get(plugin_config.NODE_LABEL))))
                       if node is not None else []})
     return found
+
+
+def pods_on(pods, nodes):
+    """The validation Pods (`pods`: the validator's, the vectorAdd Pods, the Pods requesting a GPU resource) that run on
+    `nodes`, as definitions to delete: a run replaces only the Pods of the nodes it validates, never another run's."""
+    wanted = set(nodes or [])
+    return [{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': pod['metadata']['name'], 'namespace': pod['metadata']['namespace']}}
+            for pod in pods or [] if (pod.get('spec') or {}).get('nodeName') in wanted]
 
 
 def plugin_pod_name(node, resource):
@@ -432,3 +454,42 @@ def capacity_checks(async_results):
         message = entry.get('msg') or ('%s registered' % pair[1] if passed else 'gpu_resource_capacity did not finish')
         checks.append({'node': pair[0]['node'], 'resource': pair[1], 'passed': passed, 'message': message})
     return checks
+
+
+# --- the records (ConfigMap gpu-validation-results) ----------------------------------------------------------------
+
+def stopped_record(stopped):
+    """The record of a node whose stage failed in the run ({node, stage, failure}): it was not validated."""
+    summary = 'stopped in %s: %s' % (stopped.get('stage') or 'setup', stopped.get('failure') or '')
+    return dict(result(stopped['node'], STOPPED, None, summary), stage=stopped.get('stage') or 'setup', failure=stopped.get('failure') or '')
+
+
+def records(results, stopped=None, recorded=None, nodes=None):
+    """The data to merge into the ConfigMap: {Node name: JSON of its record} for the run's results and stopped nodes (a
+    stopped node's record wins), and None (the key goes) for each recorded name that is no Node any more.
+
+    Each run writes only its own nodes' keys, so runs over disjoint nodes (the slices of an AWX sliced job) keep each
+    other's records. recorded: the ConfigMap's current data (None when it does not exist); nodes: the Node objects.
+    """
+    data = {item['node']: item for item in results or []}
+    data.update((item['node'], stopped_record(item)) for item in stopped or [])
+    names = {node['metadata']['name'] for node in nodes or []}
+    written = {name: json.dumps(item, sort_keys=True) for name, item in data.items()}
+    written.update((name, None) for name in (recorded or {}) if name not in names and name not in written)
+    return written
+
+
+def recorded_outcome(nodes, data):
+    """The ClusterPolicy status decided from every record of the ConfigMap (`data` as the write returned it): the run that
+    writes last reports the whole cluster, as the Operator's status does, whichever nodes it validated itself."""
+    validation, stopped = [], []
+    for name, text in sorted((data or {}).items()):
+        try:
+            item = json.loads(text)
+        except (TypeError, ValueError):
+            item = result(name, 'failed', None, 'its result in ConfigMap %s is not JSON' % RESULTS_CONFIG_MAP)
+        if item.get('state') == STOPPED:
+            stopped.append({'node': name, 'stage': item.get('stage'), 'failure': item.get('failure')})
+        else:
+            validation.append(dict(item, node=name))
+    return policy_status.outcome(nodes, validation, stopped)
