@@ -343,7 +343,7 @@ def most_in_progress(kube_api, before, names):
             events.append((event['object'].metadata.name, step(event['object'])))
     current, most, when = {}, 0, {}
     for index, (name, (state, unschedulable)) in enumerate(events):
-        later = [later_state for later_name, (later_state, _) in events[index + 1:] if later_name == name and later_state != state]
+        later = [later_state for later_name, (later_state, _later_cordoned) in events[index + 1:] if later_name == name and later_state != state]
         stepped_back = state == 'cordon-required' and not unschedulable and later[:1] == ['upgrade-required']
         current[name] = (state, unschedulable, (state in IN_PROGRESS and not stepped_back) or unschedulable)
         count = sum(upgrading for _state, _cordoned, upgrading in current.values())
