@@ -13,11 +13,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import
 
 
 class FilterModule(object):
-    """driver_upgrade_plan, driver_upgrade_node and driver_upgrade_pods_left."""
+    """driver_upgrade_plan, driver_upgrade_admission, driver_upgrade_node and driver_upgrade_pods_left."""
 
     def filters(self):
         return {
             'driver_upgrade_plan': checked(driver_upgrade.plan),
+            'driver_upgrade_admission': checked(driver_upgrade.admission),
             'driver_upgrade_node': driver_upgrade.node_state,
             'driver_upgrade_pods_left': driver_upgrade.pods_left,
         }

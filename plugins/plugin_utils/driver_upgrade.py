@@ -18,6 +18,7 @@ import math
 import re
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.k8s_nodes import nvidia
 
 STATE_LABEL = 'nvidia.com/gpu-driver-upgrade-state'
 SKIP_LABEL = 'nvidia.com/gpu-driver-upgrade.skip'
@@ -34,6 +35,10 @@ POLICY_DEFAULTS = {
     'maxUnavailable': '25%',
     'drain': {'enable': True, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False},
 }
+# The Operator's states between upgrade-required and upgrade-done: a Node in one of them is an upgrade in progress
+# (upgrade-failed too: the node stays cordoned until someone fixes it).
+IN_PROGRESS = ('cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required',
+               'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-failed')
 POLICY_KEYS = ('autoUpgrade', 'maxParallelUpgrades', 'maxUnavailable', 'drain')
 DRAIN_BOOLS = ('enable', 'force', 'deleteEmptyDir')
 USAGE = ('gpu_driver_upgrade_policy takes maxParallelUpgrades (0 = no limit), maxUnavailable (a number or a percentage), '
@@ -134,6 +139,40 @@ def plan(settings, nodes):
     selectors = [DRAIN_SKIP_SELECTOR] + ([checked['drain']['podSelector']] if checked['drain']['podSelector'] else [])
     return {'policy': checked, 'max_unavailable': max_unavailable(checked['maxUnavailable'], nodes), 'batch_size': size,
             'batches': batches, 'drain_pod_selectors': selectors}
+
+
+def _unavailable(node):
+    """Cordoned or not Ready, as the Operator counts an unavailable node."""
+    ready = [item.get('status') for item in (node.get('status') or {}).get('conditions') or [] if item.get('type') == 'Ready']
+    return bool((node.get('spec') or {}).get('unschedulable')) or ready[:1] != ['True']
+
+
+def admission(nodes, settings, name, ignored=()):
+    """Whether the Node `name` fits within the policy `settings` next to the cluster's other upgrades.
+
+    `nodes`: every Node of the cluster (k8s_info). The GPU nodes are those labelled NVIDIA or carrying an upgrade
+    state; `ignored`: Node names not counted as in progress (this run's nodes waiting for a later batch, which only
+    this run moves). A node fits when no other upgrade is in progress (at least one node at a time, as the batches
+    have it), else when the others in progress stay under maxParallelUpgrades (0 = no limit) and the unavailable
+    GPU nodes (cordoned, not Ready or in progress), this one included, stay within maxUnavailable of the GPU nodes.
+    Called after the node has claimed its place (cordon-required), it counts every other claim as taken.
+
+    total, max_unavailable; in_progress and unavailable: the other Nodes' names; room: it fits; rank: how many
+    other Nodes in cordon-required sort before it (a claim that steps back waits longer the later it sorts).
+    """
+    checked = policy(settings)
+    gpu = [node for node in nodes or [] if nvidia(node) or ((node.get('metadata') or {}).get('labels') or {}).get(STATE_LABEL)]
+    others = [node_state(node) for node in gpu if (node.get('metadata') or {}).get('name') != name]
+    in_progress = sorted(item['name'] for item in others if item['state'] in IN_PROGRESS and item['name'] not in ignored)
+    unavailable = sorted(set(in_progress) | set(
+        (node.get('metadata') or {}).get('name') for node in gpu
+        if (node.get('metadata') or {}).get('name') != name and _unavailable(node)))
+    limit = max_unavailable(checked['maxUnavailable'], len(gpu))
+    parallel = checked['maxParallelUpgrades']
+    room = not in_progress or ((parallel == 0 or len(in_progress) < parallel) and len(unavailable) + 1 <= limit)
+    rank = len([item for item in others if item['state'] == 'cordon-required' and item['name'] < name])
+    return {'total': len(gpu), 'max_unavailable': limit, 'in_progress': in_progress, 'unavailable': unavailable,
+            'room': room, 'rank': rank}
 
 
 def node_state(node):

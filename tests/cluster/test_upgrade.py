@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import kubernetes
 import pytest
@@ -286,3 +287,116 @@ def test_policy_in_the_inventory_is_refused(kube_api, tmp_path, nodes, gpus):
     assert code != 0, out
     assert 'give the policy as an extra variable' in out, out
     assert all(len(steps[name]) == 1 for name in nodes.values()), 'nothing changed'
+
+
+# SOURCE (facts, not code): NVIDIA/k8s-operator-libs at 11e747a512d4e47ebd23d52bb91c910cebb5da37 (2026-04-30),
+# pkg/upgrade/common_manager.go: GetUpgradesInProgress counts every managed Node whose state is neither unknown (no
+# label), upgrade-done nor upgrade-required (so cordon-required, wait-for-jobs-required, pod-deletion-required,
+# drain-required, pod-restart-required, validation-required, uncordon-required and upgrade-failed);
+# GetCurrentUnavailableNodes counts the cordoned or not Ready Nodes, GetUpgradesAvailable adds cordon-required to them.
+IN_PROGRESS = ['cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required',
+               'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-failed']
+
+
+def awx_slices(hosts, count):
+    """The hosts of each slice of an AWX sliced job: sorted by name, slice i (1-based) of n gets [i-1::n]
+    (ansible/awx awx/main/models/inventory.py get_sliced_hosts, commit e21dd0a0933fd544d1fe2513c54fe41203775eb5)."""
+    ordered = sorted(hosts)
+    return [ordered[index::count] for index in range(count)]
+
+
+def write_inventory(path, hosts, kube_api, gpus, tmp_path, nodes):
+    """A YAML inventory as a user writes it: the GPU hosts `hosts` (fixture h200-x1), a kube_api group with the
+    controller when `kube_api`, else an empty one."""
+    sysfs, procfs, smi = gpus['h200-x1']
+    gpu_hosts = {host: {'gpu_node_labels_node_name': nodes[host], 'nvidia_driver_validations_dir': str(tmp_path / 'validations' / host)}
+                 for host in hosts}
+    common = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
+    path.write_text(
+        'all:\n  children:\n'
+        + ('    kube_api:\n      hosts:\n        localhost:\n' + ''.join(f'          {k}: {v}\n' for k, v in common.items())
+           if kube_api else '    kube_api: {}\n')
+        + '    gpu_nodes:\n      vars:\n'
+        + ''.join(f'        {k}: {v}\n' for k, v in dict(common, nvidia_driver_enabled='false', nvidia_driver_sysfs_root=sysfs,
+                                                         nvidia_driver_procfs_root=procfs, nvidia_driver_nvidia_smi=smi).items())
+        + '      hosts:\n'
+        + ''.join(f'        {host}:\n' + ''.join(f'          {k}: {v}\n' for k, v in variables.items())
+                  for host, variables in gpu_hosts.items()))
+
+
+def start_upgrade(kube_api, inventory, extra):
+    env = kube_api.env()
+    env.update(ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_FORCE_COLOR='0')
+    return subprocess.Popen([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', str(inventory),
+                             'playbooks/upgrade.yml', '-e', json.dumps(extra)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=REPO)
+
+
+def most_in_progress(kube_api, before, names):
+    """The most Nodes of `names` upgrading at once, from a watch replaying every change since `before`, and the states
+    then. A claim (cordon-required) that steps back to upgrade-required is no upgrade; a cordoned Node is one."""
+    events = [(item.metadata.name, step(item)) for item in before.items if item.metadata.name in names]
+    watch = kubernetes.watch.Watch()
+    for event in watch.stream(kubernetes.client.CoreV1Api(kube_api.api_client).list_node, resource_version=before.metadata.resource_version,
+                              timeout_seconds=2):
+        if event['object'].metadata.name in names:
+            events.append((event['object'].metadata.name, step(event['object'])))
+    current, most, when = {}, 0, {}
+    for index, (name, (state, unschedulable)) in enumerate(events):
+        later = [later_state for later_name, (later_state, _later_cordoned) in events[index + 1:] if later_name == name and later_state != state]
+        stepped_back = state == 'cordon-required' and not unschedulable and later[:1] == ['upgrade-required']
+        current[name] = (state, unschedulable, (state in IN_PROGRESS and not stepped_back) or unschedulable)
+        count = sum(upgrading for _state, _cordoned, upgrading in current.values())
+        if count > most:
+            most, when = count, dict(current)
+    return most, when
+
+
+@pytest.mark.parametrize('slices', [2, 3])
+def test_slices_at_the_same_time_keep_max_parallel_upgrades(kube_api, tmp_path, nodes, gpus, slices):
+    """The slices of an AWX sliced job run upgrade.yml at the same time; only the first has the kube_api host."""
+    for host in nodes:
+        label(kube_api, nodes[host], {STATE: 'upgrade-required'})
+    extra = {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 1, 'maxUnavailable': '100%'}, 'gpu_driver_upgrade_admission_interval': 1}
+    runs = []
+    before = kubernetes.client.CoreV1Api(kube_api.api_client).list_node()
+    for index, hosts in enumerate(awx_slices(nodes, slices)):
+        inventory = tmp_path / f'slice-{index + 1}.yml'
+        write_inventory(inventory, hosts, index == 0, gpus, tmp_path, nodes)
+        runs.append(start_upgrade(kube_api, inventory, extra))
+    outputs = [run.communicate(timeout=600)[0] for run in runs]
+    (tmp_path / 'output.txt').write_text('\n'.join(outputs))
+    assert all(run.returncode == 0 for run in runs), outputs
+    steps = history(kube_api, before, set(nodes.values()))
+    most, when = most_in_progress(kube_api, before, set(nodes.values()))
+    assert most == 1, f'{most} Nodes in progress at once: {when}'
+    assert all(states(steps[name])[-1] == 'upgrade-done' and steps[name][-1] == ('upgrade-done', False) for name in nodes.values()), steps
+
+
+def test_node_outside_the_run_in_progress_holds_the_run(kube_api, tmp_path, nodes, gpus):
+    """c, not in the run, is being drained: a and b wait for it; out of time, nothing is cordoned and c is named."""
+    label(kube_api, nodes['c'], {STATE: 'drain-required'}, unschedulable=True)
+    for host in ('a', 'b'):
+        label(kube_api, nodes[host], {STATE: 'upgrade-required'})
+    fixtures = {'a': 'h200-x1', 'b': 'h200-x1'}
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, fixtures,
+                                   {'gpu_driver_upgrade_admission_timeout': 3, 'gpu_driver_upgrade_admission_interval': 1})
+    assert code != 0, out
+    assert f'{nodes["a"]} waited 3s (gpu_driver_upgrade_admission_timeout) for room and stays in upgrade-required' in out, out
+    assert f'upgrades in progress on {nodes["c"]} (maxParallelUpgrades 1)' in out, out
+    assert steps[nodes['a']] == [('upgrade-required', False)] and steps[nodes['b']] == [('upgrade-required', False)], steps
+
+    # c finishes while a waits: a goes once c has left progress, then b.
+    before = kubernetes.client.CoreV1Api(kube_api.api_client).list_node()
+    write_inventory(tmp_path / 'run.yml', ['a', 'b'], True, gpus, tmp_path, nodes)
+    run = start_upgrade(kube_api, tmp_path / 'run.yml', {'gpu_driver_upgrade_admission_interval': 1})
+    time.sleep(8)
+    assert run.poll() is None, run.communicate()[0]
+    assert node(kube_api, nodes['a']).metadata.labels[STATE] == 'upgrade-required', 'a waits for c'
+    label(kube_api, nodes['c'], {STATE: 'upgrade-done'}, unschedulable=False)
+    out = run.communicate(timeout=600)[0]
+    assert run.returncode == 0, out
+    most, when = most_in_progress(kube_api, before, set(nodes.values()))
+    assert most == 1, when
+    steps = history(kube_api, before, set(nodes.values()))
+    assert states(steps[nodes['a']]) == FULL_ROLL and states(steps[nodes['b']]) == FULL_ROLL, steps

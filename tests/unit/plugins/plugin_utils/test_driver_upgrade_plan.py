@@ -158,3 +158,41 @@ def pod(name, phase='Running', owner=None, annotations=None):
 ])
 def test_pods_left(pods, left):
     assert du.pods_left(pods) == left
+
+
+def gpu_node(name, state=None, unschedulable=False, ready='True', gpu=True):
+    labels = {'nvidia.com/gpu.present': 'true'} if gpu else {}
+    if state:
+        labels[du.STATE_LABEL] = state
+    return {'metadata': {'name': name, 'labels': labels}, 'spec': {'unschedulable': unschedulable},
+            'status': {'conditions': [{'type': 'Ready', 'status': ready}]}}
+
+
+# SOURCE (facts, not code): NVIDIA/k8s-operator-libs 11e747a512d4e47ebd23d52bb91c910cebb5da37, pkg/upgrade/common_manager.go:
+# GetTotalManagedNodes (every state, none included), GetUpgradesInProgress (all but none, upgrade-done and
+# upgrade-required: upgrade-failed counts), GetCurrentUnavailableNodes (cordoned or not Ready) plus cordon-required in
+# GetUpgradesAvailable, maxParallelUpgrades - in progress, capped by maxUnavailable (rounded up over the total).
+# Deliberate differences (docs/upgrade.md): one node may go when nothing else is in progress; a cordoned node waits.
+@pytest.mark.parametrize('others, settings, ignored, room, in_progress, unavailable', [
+    ([], {}, [], True, [], []),
+    ([gpu_node('b', 'drain-required', True)], {}, [], False, ['b'], ['b']),
+    ([gpu_node('b', 'upgrade-failed', True)], {'maxParallelUpgrades': 2, 'maxUnavailable': 2}, [], True, ['b'], ['b']),
+    ([gpu_node('b', 'upgrade-failed', True)], {'maxParallelUpgrades': 2}, [], False, ['b'], ['b']),  # 25% of 2 = 1
+    ([gpu_node('b', 'cordon-required'), gpu_node('c', 'upgrade-required'), gpu_node('d', 'upgrade-done')],
+     {'maxParallelUpgrades': 0, 'maxUnavailable': '50%'}, [], True, ['b'], ['b']),
+    # A cordoned or NotReady node is unavailable, not in progress: alone it holds nothing back.
+    ([gpu_node('b', unschedulable=True), gpu_node('c', ready='False')], {}, [], True, [], ['b', 'c']),
+    ([gpu_node('b', 'validation-required'), gpu_node('c', ready='False'), gpu_node('d')],
+     {'maxParallelUpgrades': 0, 'maxUnavailable': 2}, [], False, ['b'], ['b', 'c']),
+    # This run's nodes of a later batch; Nodes without a GPU.
+    ([gpu_node('b', 'drain-required', True)], {}, ['b'], True, [], ['b']),
+    ([gpu_node('x', 'drain-required', gpu=False), gpu_node('y', gpu=False)], {}, [], False, ['x'], ['x']),
+])
+def test_admission(others, settings, ignored, room, in_progress, unavailable):
+    found = du.admission([gpu_node('a', 'upgrade-required')] + others, settings, 'a', ignored)
+    assert (found['room'], found['in_progress'], found['unavailable']) == (room, in_progress, unavailable)
+
+
+def test_admission_rank_orders_the_claims_by_name():
+    nodes = [gpu_node(name, 'cordon-required') for name in ('c', 'a', 'b')]
+    assert [du.admission(nodes, {}, name)['rank'] for name in ('a', 'b', 'c')] == [0, 1, 2]
