@@ -7,9 +7,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 build=$repo/.build
-# a+b: gates a and b run at the same time (pytest is mostly CPU, molecule mostly
-# waits on containers and the package mirror); their logs follow one another.
-all_gates=(changelog lint sanity importer pytest+molecule demo)
+# a+b,c: gate a runs beside gates b then c (pytest is mostly CPU; molecule and the
+# lab tests mostly wait on containers and the package mirror); their logs follow one another.
+all_gates=(changelog lint sanity importer 'pytest+molecule,lab' demo)
+# The tests that start lab nodes: gate lab, not gate pytest.
+lab_tests=(tests/slicing tests/drift tests/eda)
 read -r -a gates <<<"${GATES:-${all_gates[*]}}"
 
 gate_changelog() {
@@ -17,7 +19,11 @@ gate_changelog() {
 }
 
 gate_pytest() {
-  python -m pytest tests -q --durations=10
+  python -m pytest tests -q --durations=10 "${lab_tests[@]/#/--ignore=}"
+}
+
+gate_lab() {
+  python -m pytest "${lab_tests[@]}" -q --durations=5
 }
 
 gate_lint() {
@@ -83,8 +89,8 @@ record() {  # gate rc seconds
   if (($2 == 0)); then passed+=("$1 ($3s)"); else failed+=("$1 ($3s)") failed_names+=("$1"); fi
 }
 for spec in "${gates[@]}"; do
-  IFS=+ read -r -a group <<<"$spec"
-  if ((${#group[@]} == 1)); then
+  IFS=+ read -r -a lanes <<<"$spec"
+  if [[ $spec != *[+,]* ]]; then
     echo
     echo "=== gate: $spec"
     start=$SECONDS
@@ -92,21 +98,26 @@ for spec in "${gates[@]}"; do
     record "$spec" "${PIPESTATUS[0]}" $((SECONDS - start))
     continue
   fi
-  declare -A pids=()
-  start=$SECONDS
-  for g in "${group[@]}"; do
-    ("gate_$g" >"$build/gate-$g.log" 2>&1; rc=$?; echo "$rc $((SECONDS - start))" >"$build/gate-$g.rc") &
-    pids[$g]=$!
+  pids=()
+  for lane in "${lanes[@]}"; do
+    (
+      IFS=, read -r -a seq <<<"$lane"
+      for g in "${seq[@]}"; do
+        start=$SECONDS
+        "gate_$g" >"$build/gate-$g.log" 2>&1
+        echo "$? $((SECONDS - start))" >"$build/gate-$g.rc"
+      done
+    ) &
+    pids+=($!)
   done
-  for g in "${group[@]}"; do wait "${pids[$g]}"; done
-  for g in "${group[@]}"; do
+  wait "${pids[@]}"
+  for g in ${spec//[+,]/ }; do
     echo
-    echo "=== gate: $g (ran alongside ${group[*]})"
+    echo "=== gate: $g (lanes run at the same time: ${spec//+/ | }, a lane's gates one after another)"
     cat "$build/gate-$g.log"
     read -r rc secs <"$build/gate-$g.rc"
     record "$g" "$rc" "$secs"
   done
-  unset pids
 done
 # CI shows only the end of this output: the lines that say why each gate failed go last.
 for g in "${failed_names[@]}"; do

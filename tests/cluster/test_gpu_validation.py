@@ -197,6 +197,11 @@ def test_each_way_a_node_fails(stand_in, cluster, tmp_path):
     with KubeletDouble(stand_in.kubeconfig, namespace, scenarios, stand_in.standin.pod_logs):
         code, out = run_playbook(stand_in, tmp_path, 'site.yml', inventory, '--tags', 'validation')
     assert code != 0, out
+    # The run fails under each name that did not pass: the missing node, and the API host for the failed Nodes outside
+    # the inventory; the node that passed does not fail.
+    recap = dict(re.findall(r'^(\S+)\s*: ok=\d+\s+changed=\d+\s+unreachable=\d+\s+failed=(\d+)', out, re.M))
+    assert (recap[missing], recap[names['pass']], recap['localhost']) == ('1', '0', '1'), out
+    assert re.search(rf'GPU validation failed on {names["driver"]}: ', out) and not re.search(rf'GPU validation failed on {names["pass"]}', out), out
     found = stored_results(stand_in, namespace)
     summary = {kind: (found[name]['state'], found[name]['component'], found[name]['summary']) for kind, name in names.items()}
     assert summary == {

@@ -149,6 +149,52 @@ def test_the_only_gpu_node_stopping_still_gets_the_summary_and_the_status(fresh,
     assert f'{node}: gpu_node_labels stage failed' in error['message'], status
 
 
+@pytest.fixture(name='h200_node')
+def fixture_h200_node(fresh, tmp_path):
+    """Host variables of a GPU node whose labels come from the H200 capture, and its Node (made here, deleted after)."""
+    api, _ = fresh
+    name = unique('gpu-h200')
+    root = REPO / 'tests' / 'fixtures' / 'gpus' / 'h200-x1'
+    smi = tmp_path / 'nvidia-smi'
+    smi.write_text(f'#!/bin/sh\nGPUOPS_LAB_GPU_FIXTURE={root} exec {sys.executable} {root.parent / "gpuops-lab-nvidia-smi"} "$@"\n')
+    smi.chmod(0o755)
+    core = kubernetes.client.CoreV1Api(api.api_client)
+    core.create_node({'metadata': {'name': name}})
+    yield name, {'gpu_node_labels_node_name': name, 'gpu_node_labels_sysfs_root': str(root / 'sys'),
+                 'gpu_node_labels_procfs_root': str(root / 'proc'), 'gpu_node_labels_nvidia_smi': str(smi)}
+    core.delete_node(name)
+
+
+@pytest.mark.parametrize('stage, variables, task, failure', [
+    # The driver is validated, not installed (nothing on this machine changes): its sysfs root is missing.
+    ('nvidia_driver', {'nvidia_driver_enabled': False, 'nvidia_driver_sysfs_root': 'no-sysfs'},
+     'Plan the driver install or validation (check mode)', 'does not exist'),
+    # The driver passes (the H200 capture); the toolkit stage refuses a runtime it does not configure before it reads
+    # anything on this machine.
+    ('container_toolkit', {'nvidia_driver_enabled': False, 'nvidia_driver_sysfs_root': '{h200}/sys', 'nvidia_driver_procfs_root': '{h200}/proc',
+                           'nvidia_driver_nvidia_smi': '{smi}', 'nvidia_driver_validations_dir': 'no-validations',
+                           'container_toolkit_runtime': 'podman'},
+     "Validating arguments against arg spec 'main'", 'container_toolkit_runtime'),
+])
+def test_a_later_stage_that_stops_the_node_is_named(fresh, h200_node, tmp_path, stage, variables, task, failure):
+    """A node whose labels were applied stops in a later stage: the summary, the ClusterPolicy status and the run's
+    failure name that stage (site.yml records it from the stage's own rescue)."""
+    api, namespace = fresh
+    name, host = h200_node
+    root = REPO / 'tests' / 'fixtures' / 'gpus' / 'h200-x1'
+    host.update({key: str(tmp_path / value) if value.startswith('no-') else value.format(h200=root, smi=tmp_path / 'nvidia-smi')
+                 for key, value in variables.items() if isinstance(value, str)})
+    host.update({key: value for key, value in variables.items() if not isinstance(value, str)})
+    code, out = run_site(api, tmp_path, write_inventory(tmp_path, namespace, {name: host}), '--skip-tags', 'validation')
+    assert code != 0, out
+    words = ' '.join(out.replace("''", "'").split())
+    assert re.search(rf"{name}: .*Node {name} labelled, .*; STOPPED: {stage} stage failed in task ", words), out
+    assert f"{stage} stage failed in task '{task}" in words and failure in words, out
+    assert re.search(rf'{name}\s*: ok=\d+\s+changed=\d+\s+unreachable=0\s+failed=1', out), 'the last play fails the node'
+    error = {item['type']: item for item in policy_status(api)['conditions']}['Error']
+    assert f'{name}: {stage} stage failed' in error['message'], error
+
+
 def test_first_check_diff_with_a_node_that_stops_previews_the_status(fresh, tmp_path):
     """As on the H100 host once the first preview worked: --check --diff of a fresh cluster whose only GPU node stops.
     The ClusterPolicy does not exist (check mode created nothing): the status the run would write is previewed, and only
