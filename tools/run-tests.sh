@@ -7,9 +7,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 build=$repo/.build
-# a+b,c: gate a runs beside gates b then c (pytest is mostly CPU; molecule and the
-# lab tests mostly wait on containers and the package mirror); their logs follow one another.
-all_gates=(changelog lint sanity importer 'pytest+molecule,lab' demo)
+# a+b,c: gate a runs beside gates b then c, their logs follow one another. pytest, the
+# longest, runs beside all the others but the demo (molecule and the lab tests mostly
+# wait on containers and the package mirror).
+all_gates=(changelog 'pytest+lint,sanity,importer,molecule,lab' demo)
 # The tests that start lab nodes: gate lab, not gate pytest.
 lab_tests=(tests/slicing tests/drift tests/eda)
 read -r -a gates <<<"${GATES:-${all_gates[*]}}"

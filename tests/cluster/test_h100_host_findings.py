@@ -152,7 +152,7 @@ def test_the_only_gpu_node_stopping_still_gets_the_summary_and_the_status(fresh,
 @pytest.fixture(name='h200_node')
 def fixture_h200_node(fresh, tmp_path):
     """Host variables of a GPU node whose labels come from the H200 capture, and its Node (made here, deleted after)."""
-    api, _ = fresh
+    api = fresh[0]
     name = unique('gpu-h200')
     root = REPO / 'tests' / 'fixtures' / 'gpus' / 'h200-x1'
     smi = tmp_path / 'nvidia-smi'
