@@ -26,8 +26,9 @@ sys.path.insert(0, str(REPO))
 import yaml  # noqa: E402  pylint: disable=wrong-import-position
 
 from tests.lab.labtest import ANSIBLE_PLAYBOOK, lab_inventory, lab_nodes, playbook_environment  # noqa: E402  pylint: disable=wrong-import-position
+# bench/ is this script's directory, first on sys.path.
+from site_bench import strategy_environment  # noqa: E402  pylint: disable=wrong-import-position
 
-MITOGEN = REPO / '.build' / 'mitogen'
 NODE = 'gpuops-mito-bookworm'
 RESULTS = REPO / '.build' / 'bench' / 'mitogen'
 
@@ -36,10 +37,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--runs', type=int, default=2)
     runs = parser.parse_args().runs
-    if not (MITOGEN / 'ansible_mitogen').is_dir():
-        sys.exit(f'Mitogen is not in {MITOGEN}: .build/venv/bin/pip install --target .build/mitogen mitogen==0.3.54')
-    mitogen = {'ANSIBLE_STRATEGY_PLUGINS': str(MITOGEN / 'ansible_mitogen' / 'plugins' / 'strategy'), 'ANSIBLE_STRATEGY': 'mitogen_linear',
-               'PYTHONPATH': f"{MITOGEN}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    mitogen = strategy_environment('mitogen_linear')
     found = []
     with tempfile.TemporaryDirectory() as tmp, lab_nodes(pathlib.Path(tmp), 'gpuops-mito-', ('bookworm',)) as (kubeconfig, _kube):
         inventory = lab_inventory('gpuops-mito-')
