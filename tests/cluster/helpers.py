@@ -1,11 +1,13 @@
 """Shared helpers of the cluster tests: raw API calls and throw-away names."""
 import json
+import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 # Subprocesses (python -m tests.standin, ansible-playbook) run from the repository root.
 REPO = Path(__file__).resolve().parents[2]
+GPUS = REPO / 'tests' / 'fixtures' / 'gpus'
 
 
 def unique(prefix: str) -> str:
@@ -63,3 +65,10 @@ def delete_namespace(kube_api: Any, name: str) -> None:
     """Delete a test's namespace; one a failed run never created is fine."""
     code, body = raw(kube_api, 'DELETE', f'/api/v1/namespaces/{name}')
     assert code in (200, 202, 404), body
+
+
+def nvidia_smi_simulator(path: Path, fixture: Path) -> str:
+    """Write at `path` an nvidia-smi that answers from the captured GPU `fixture` (the lab's simulator); its path."""
+    path.write_text(f'#!/bin/sh\nGPUOPS_LAB_GPU_FIXTURE={fixture} exec {sys.executable} {GPUS / "gpuops-lab-nvidia-smi"} "$@"\n')
+    path.chmod(0o755)
+    return str(path)

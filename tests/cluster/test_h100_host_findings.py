@@ -20,7 +20,7 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import GPUS, REPO, delete_node, nvidia_smi_simulator, register_node, unique
 from tests.cluster.test_cluster_roles import leftovers
 from tests.standin.runner import BackgroundStandin, write_kubeconfig
 
@@ -149,43 +149,39 @@ def test_the_only_gpu_node_stopping_still_gets_the_summary_and_the_status(fresh,
     assert f'{node}: gpu_node_labels stage failed' in error['message'], status
 
 
+H200 = GPUS / 'h200-x1'
+
+
 @pytest.fixture(name='h200_node')
 def fixture_h200_node(fresh, tmp_path):
     """Host variables of a GPU node whose labels come from the H200 capture, and its Node (made here, deleted after)."""
     api = fresh[0]
     name = unique('gpu-h200')
-    root = REPO / 'tests' / 'fixtures' / 'gpus' / 'h200-x1'
-    smi = tmp_path / 'nvidia-smi'
-    smi.write_text(f'#!/bin/sh\nGPUOPS_LAB_GPU_FIXTURE={root} exec {sys.executable} {root.parent / "gpuops-lab-nvidia-smi"} "$@"\n')
-    smi.chmod(0o755)
-    core = kubernetes.client.CoreV1Api(api.api_client)
-    core.create_node({'metadata': {'name': name}})
-    yield name, {'gpu_node_labels_node_name': name, 'gpu_node_labels_sysfs_root': str(root / 'sys'),
-                 'gpu_node_labels_procfs_root': str(root / 'proc'), 'gpu_node_labels_nvidia_smi': str(smi)}
-    core.delete_node(name)
+    register_node(api, name)
+    yield name, {'gpu_node_labels_node_name': name, 'gpu_node_labels_sysfs_root': str(H200 / 'sys'),
+                 'gpu_node_labels_procfs_root': str(H200 / 'proc'),
+                 'gpu_node_labels_nvidia_smi': nvidia_smi_simulator(tmp_path / 'nvidia-smi', H200)}
+    delete_node(api, name)
 
 
 @pytest.mark.parametrize('stage, variables, task, failure', [
     # The driver is validated, not installed (nothing on this machine changes): its sysfs root is missing.
-    ('nvidia_driver', {'nvidia_driver_enabled': False, 'nvidia_driver_sysfs_root': 'no-sysfs'},
+    ('nvidia_driver', lambda tmp: {'nvidia_driver_enabled': False, 'nvidia_driver_sysfs_root': str(tmp / 'no-sysfs')},
      'Plan the driver install or validation (check mode)', 'does not exist'),
     # The driver passes (the H200 capture); the toolkit stage refuses a runtime it does not configure before it reads
     # anything on this machine.
-    ('container_toolkit', {'nvidia_driver_enabled': False, 'nvidia_driver_sysfs_root': '{h200}/sys', 'nvidia_driver_procfs_root': '{h200}/proc',
-                           'nvidia_driver_nvidia_smi': '{smi}', 'nvidia_driver_validations_dir': 'no-validations',
-                           'container_toolkit_runtime': 'podman'},
+    ('container_toolkit', lambda tmp: {'nvidia_driver_enabled': False, 'nvidia_driver_sysfs_root': str(H200 / 'sys'),
+                                       'nvidia_driver_procfs_root': str(H200 / 'proc'), 'nvidia_driver_nvidia_smi': str(tmp / 'nvidia-smi'),
+                                       'nvidia_driver_validations_dir': str(tmp / 'no-validations'), 'container_toolkit_runtime': 'podman'},
      "Validating arguments against arg spec 'main'", 'container_toolkit_runtime'),
 ])
 def test_a_later_stage_that_stops_the_node_is_named(fresh, h200_node, tmp_path, stage, variables, task, failure):
     """A node whose labels were applied stops in a later stage: the summary, the ClusterPolicy status and the run's
-    failure name that stage (site.yml records it from the stage's own rescue)."""
+    failure name that stage (site.yml records the stage each one starts)."""
     api, namespace = fresh
     name, host = h200_node
-    root = REPO / 'tests' / 'fixtures' / 'gpus' / 'h200-x1'
-    host.update({key: str(tmp_path / value) if value.startswith('no-') else value.format(h200=root, smi=tmp_path / 'nvidia-smi')
-                 for key, value in variables.items() if isinstance(value, str)})
-    host.update({key: value for key, value in variables.items() if not isinstance(value, str)})
-    code, out = run_site(api, tmp_path, write_inventory(tmp_path, namespace, {name: host}), '--skip-tags', 'validation')
+    code, out = run_site(api, tmp_path, write_inventory(tmp_path, namespace, {name: dict(host, **variables(tmp_path))}),
+                         '--skip-tags', 'validation')
     assert code != 0, out
     words = ' '.join(out.replace("''", "'").split())
     assert re.search(rf"{name}: .*Node {name} labelled, .*; STOPPED: {stage} stage failed in task ", words), out

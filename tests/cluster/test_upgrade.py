@@ -17,9 +17,8 @@ import kubernetes
 import pytest
 import yaml
 
-from tests.cluster.helpers import REPO, unique
+from tests.cluster.helpers import GPUS, REPO, nvidia_smi_simulator, unique
 
-GPUS = REPO / 'tests' / 'fixtures' / 'gpus'
 STATE = 'nvidia.com/gpu-driver-upgrade-state'
 SKIP = 'nvidia.com/gpu-driver-upgrade.skip'
 INITIAL = 'nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable'
@@ -37,10 +36,7 @@ def fixture_gpus(tmp_path):
     for name, root in (('h200-x1', GPUS / 'h200-x1'), ('no-driver', no_driver)):
         # The simulator serves the fixture named by GPUOPS_LAB_GPU_FIXTURE; one without nvidia-smi/ answers as
         # nvidia-smi does when no driver is loaded.
-        smi = tmp_path / f'nvidia-smi-{name}'
-        smi.write_text(f'#!/bin/sh\nGPUOPS_LAB_GPU_FIXTURE={root} exec {sys.executable} {GPUS / "gpuops-lab-nvidia-smi"} "$@"\n')
-        smi.chmod(0o755)
-        found[name] = (str(root / 'sys'), str(root / 'proc'), str(smi))
+        found[name] = (str(root / 'sys'), str(root / 'proc'), nvidia_smi_simulator(tmp_path / f'nvidia-smi-{name}', root))
     return found
 
 
