@@ -31,7 +31,7 @@ description:
   - Fails (in check mode too), writing nothing, where the installed containerd would not use what it writes (a version 1
     config under containerd 2.x (which ignores its C(plugins.cri) tables), O(enable_cdi) under containerd 1.6, as CDI came
     in 1.7).
-  - O(state=absent) follows the undo record: it undoes the drop-in the record names, whatever O(drop_in) says.
+  - O(state=absent) follows the undo record and undoes the drop-in the record names, whatever O(drop_in) says.
   - Does not restart containerd.
 version_added: 0.1.0
 author:
