@@ -17,6 +17,10 @@ options:
     description:
       - V(present) registers the NVIDIA runtime(s); V(absent) removes everything V(present) added and restores
         the previous default runtime.
+      - Ownership is recorded, never inferred. V(present) records what it changes in an undo record on the node;
+        runtimes it finds configured already are not its own. V(absent) follows that record only; without one (none,
+        removed, or one of another file) it changes nothing and says what it leaves (RV(notes), a warning). A runtime
+        that was there before V(present) first changed the file stays after V(absent).
     type: str
     choices: [present, absent]
     default: present

@@ -28,6 +28,10 @@ description:
     (C(containerd --version)); without containerd, those of both (for a version 3 config, 2.x's only).
   - Fails (in check mode too) where the files cannot be written, and gives back what it wrote when a write fails half
     way, the undo record included.
+  - Fails (in check mode too), writing nothing, where the installed containerd would not use what it writes (a version 1
+    config under containerd 2.x (which ignores its C(plugins.cri) tables), O(enable_cdi) under containerd 1.6, as CDI came
+    in 1.7).
+  - O(state=absent) follows the undo record and undoes the drop-in the record names, whatever O(drop_in) says.
   - Does not restart containerd.
 version_added: 0.1.0
 author:
@@ -58,8 +62,12 @@ options:
         gains it (existing imports are kept, and C(version) is written when O(path) was empty).
       - For config version 2 a new drop-in starts with a copy of the CRI table containerd 1.x would use without it (the
         last file it loads before the drop-in that has one, else O(path)'s), because containerd 1.x replaces a plugin's
-        section wholesale when an imported file defines it.
-      - Needs config version 2 or later. An absolute path other than O(path) (and its undo record).
+        section wholesale when an imported file defines it. The copy may hold registry credentials, so the drop-in gets the
+        mode of the file it comes from. With containerd 2.x installed, which merges key by key, nothing is copied and the
+        drop-in holds only the runtimes and the keys this module sets.
+      - Needs config version 2 or later. An absolute path other than O(path) (and its undo record); a symlink to either
+        is refused too.
+      - Another drop-in than the one the undo record names is refused; run O(state=absent) first.
       - A missing directory is created with mode 0755, as C(nvidia-ctk runtime configure --drop-in-config) does;
         O(state=absent) removes it again when it is empty.
     type: path
@@ -78,7 +86,8 @@ options:
     description:
       - With O(state=present), have containerd read the config after the run as it will at its next start
         (C(containerd --config PATH config dump), O(path) with its imports) and fail unless it shows every runtime
-        registered with its binary. This costs no round trip of its own; containerd must be installed.
+        registered with its binary (and, with O(enable_cdi), C(enable_cdi) true). This costs no round trip of its own;
+        containerd must be installed. When containerd's reading shows otherwise, the run gives back what it wrote.
       - In check mode a config the run would change is not on disk yet, so it is not verified (RV(verified) is false).
     type: bool
     default: false
@@ -133,7 +142,8 @@ cri_table:
   type: str
   sample: plugins."io.containerd.grpc.v1.cri"
 runtimes:
-  description: Names of the runtimes managed (registered by present, removed by absent).
+  description: Names of the runtimes managed (registered by present; removed by absent, those the undo record names
+    as its own).
   returned: always
   type: list
   elements: str
@@ -158,9 +168,20 @@ backup_file:
   returned: always
   type: str
   sample: /etc/containerd/config.toml.12345.2025-01-01@00:00:00~
+notes:
+  description: What the run left alone and why, one sentence each (shown as warnings by O(state=absent)), for example
+    the runtimes V(present) found configured already (it keeps no undo record of them) or the runtimes V(absent) leaves
+    for want of an undo record.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/etc/containerd/config.toml: there is no undo record (/etc/containerd/config.toml.gpuops-nvidia-runtime.json), so
+    state=absent leaves runtime nvidia in /etc/containerd/config.toml as it is: this module did not configure it, or its
+    record was removed. Remove it yourself if it should go"]
 actions:
   description: What the module did, or would do in check mode, one C(write PATH) or C(remove PATH) per file, and
-    C(create directory DIR) or C(remove directory DIR) for the drop-in's directory.
+    C(create directory DIR) or C(remove directory DIR) for the drop-in's directory (only when it is empty then), and
+    C(remove PATH) for each temp file a killed run left.
   returned: always
   type: list
   elements: str

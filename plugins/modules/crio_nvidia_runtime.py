@@ -65,7 +65,8 @@ path:
   type: str
   sample: /etc/crio/crio.conf.d/99-nvidia.conf
 runtimes:
-  description: Names of the runtimes managed (registered by present, removed by absent).
+  description: Names of the runtimes managed (registered by present; removed by absent, those the undo record names
+    as its own).
   returned: always
   type: list
   elements: str
@@ -80,8 +81,19 @@ previous_default_runtime:
   returned: always
   type: str
   sample: null
+notes:
+  description: What the run left alone and why, one sentence each (shown as warnings by O(state=absent)), for example
+    the runtimes V(present) found configured already (it keeps no undo record of them) or the runtimes V(absent) leaves
+    for want of an undo record.
+  returned: always
+  type: list
+  elements: str
+  sample: ["/etc/containerd/config.toml: there is no undo record (/etc/containerd/config.toml.gpuops-nvidia-runtime.json), so
+    state=absent leaves runtime nvidia in /etc/containerd/config.toml as it is: this module did not configure it, or its
+    record was removed. Remove it yourself if it should go"]
 actions:
-  description: What the module did, or would do in check mode, one C(write PATH) or C(remove PATH) per file.
+  description: What the module did, or would do in check mode, one C(write PATH) or C(remove PATH) per file, and
+    C(remove PATH) for each temp file a killed run left.
   returned: always
   type: list
   elements: str

@@ -8,8 +8,13 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import base64
 import re
 import tomllib
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_cli import parse_version
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_config import ENABLE_CDI_SINCE
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_runtime import dump_problems
 
 # Per node: containerd minor version Debian ships, the runtimes and default the host_vars in molecule.yml ask for.
 EXPECTED = {
@@ -65,3 +70,23 @@ def test_containerd_active_and_toolkit_not_ready_without_binary(host):
     # The lab has no NVIDIA toolkit binary: the role warns and must not claim readiness.
     assert not host.file(BINARY).exists
     assert not host.file('/run/nvidia/validations/toolkit-ready').exists
+
+
+# Issue 28 items 9 and 10: the module refuses enable_cdi before containerd 1.7 and a version 1 config under 2.x, as these
+# containerds read them.
+RULE_CONFIGS = {
+    'enable-cdi': 'version = 2\n[plugins."io.containerd.grpc.v1.cri"]\n  enable_cdi = true\n',
+    'version-1': ('[plugins.cri.containerd.runtimes.nvidia]\n  runtime_type = "io.containerd.runc.v2"\n'
+                  '[plugins.cri.containerd.runtimes.nvidia.options]\n  BinaryName = "%s"\n' % BINARY),
+}
+
+
+def test_the_version_rules_the_module_checks_are_containerds(host):
+    version = parse_version(host.check_output('containerd --version'))
+    dumps = {}
+    for name, text in RULE_CONFIGS.items():
+        path = '/tmp/gpuops-rule-%s.toml' % name
+        host.check_output('echo %s | base64 -d > %s' % (base64.b64encode(text.encode()).decode(), path))
+        dumps[name] = host.check_output('containerd --config %s config dump 2>/dev/null; rm -f %s' % (path, path))
+    assert (dump_problems(dumps['enable-cdi'], [], enable_cdi=True) == []) is (version >= ENABLE_CDI_SINCE)
+    assert (dump_problems(dumps['version-1'], [('nvidia', BINARY)]) == []) is (version[0] < 2)

@@ -163,7 +163,38 @@ def _umask():
     return current
 
 
-def write_atomic(module, path, data, backup=False, mode=None, temp_dir=None):
+def backup_copy(path):
+    """Copy `path` beside it as Ansible's backup_local names a backup (PATH.PID.TIMESTAMP~), with its mode and owner.
+
+    The copy is written to a temp file and renamed: it appears complete or not at all (backup_local copies in place,
+    so a full disk leaves an empty or partial backup). Returns the backup's name; FileError when it cannot be made.
+    """
+    target = os.path.realpath(path)
+    directory = os.path.dirname(target)
+    name = '%s.%s.%s' % (target, os.getpid(), time.strftime('%Y-%m-%d@%H:%M:%S~', time.localtime(time.time())))
+    tmp = None
+    try:
+        data = read_bytes(target)
+        info = os.stat(target)
+        fd, tmp = tempfile.mkstemp(dir=directory, prefix=_temp_prefix(target), suffix=TEMP_SUFFIX)
+        with os.fdopen(fd, 'wb') as handle:
+            handle.write(data)
+            handle.flush()
+            os.fchmod(handle.fileno(), stat.S_IMODE(info.st_mode))
+            os.fchown(handle.fileno(), info.st_uid, info.st_gid)
+            os.fsync(handle.fileno())
+        os.rename(tmp, name)
+        tmp = None
+        _sync_directory(directory)
+    except (OSError, FileError) as exc:
+        raise FileError('cannot back up %s to %s: %s' % (path, name, _reason(exc) if isinstance(exc, OSError) else exc))
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+    return name
+
+
+def write_atomic(module, path, data, mode=None, temp_dir=None):
     """Replace `path` with `data` via a temp file and a rename.
 
     The temp file is made in `temp_dir` (default: the file's own directory;
@@ -172,7 +203,7 @@ def write_atomic(module, path, data, backup=False, mode=None, temp_dir=None):
     names; a new file appears with `mode` (permission bits, default 0666 minus
     the umask). Whatever fails, the file is either the old or the new one and
     no temp file is left behind (only a killed process leaves one, see
-    stale_temp_files); failures raise FileError. Returns the backup file name or None.
+    stale_temp_files); failures raise FileError.
     """
     target = os.path.realpath(path)
     check_writable(path)
@@ -181,7 +212,6 @@ def write_atomic(module, path, data, backup=False, mode=None, temp_dir=None):
     new_mode = (0o666 & ~_umask()) if mode is None else mode
     tmp = None
     try:
-        backup_file = module.backup_local(target) if backup and existed else None
         fd, tmp = tempfile.mkstemp(dir=temp_dir or directory, prefix=_temp_prefix(target), suffix=TEMP_SUFFIX)
         with os.fdopen(fd, 'wb') as handle:
             handle.write(data)
@@ -206,21 +236,18 @@ def write_atomic(module, path, data, backup=False, mode=None, temp_dir=None):
         # Also reached on SystemExit (an atomic_move that calls fail_json).
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
-    return backup_file or None
 
 
-def remove(module, path, backup=False):
-    """Delete `path` if present; returns the backup file name or None."""
+def remove(module, path):
+    """Delete `path` if present."""
     if not os.path.lexists(path):
-        return None
+        return
     check_writable(path)
     try:
-        backup_file = module.backup_local(os.path.realpath(path)) if backup else None
         os.unlink(path)
         _sync_directory(os.path.dirname(os.path.abspath(path)))
-    except Exception as exc:  # backup_local raises plain Exception too
+    except OSError as exc:
         raise FileError('cannot remove %s: %s' % (path, _reason(exc)))
-    return backup_file or None
 
 
 def lock_directory(directory, timeout=None):

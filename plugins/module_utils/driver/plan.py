@@ -171,9 +171,13 @@ def _present(facts, params, result):
 
 def _absent(facts, params, result):
     record = facts['record']
+    ready = os.path.join(params['validations_dir'], driver_state.DRIVER_READY)
     if not record:
         source = driver_state.driver_source(facts['smi']['working'] or facts['loaded'], record)
         result['driver'] = _driver(facts, source, None)
+        # A driver installed by others stays; the driver-ready its validation wrote goes (what it holds is what it wrote).
+        if facts['files'].get(ready) == to_bytes(driver_state.driver_ready_text()):
+            result['steps'] = [dict(kind='remove', path=ready)]
         return
     commands = COMMANDS[record.get('manager') or facts['manager'] or 'apt']
     steps = []
@@ -195,7 +199,6 @@ def _absent(facts, params, result):
             restored = restored or path.endswith(BLACKLIST_FILE)
     if restored and facts['initramfs']:
         steps.append(dict(kind='run', argv=list(facts['initramfs'])))
-    ready = os.path.join(params['validations_dir'], driver_state.DRIVER_READY)
     if facts['files'].get(ready) is not None:
         steps.append(dict(kind='remove', path=ready))
     steps.append(dict(kind='remove', path=params['record_file']))

@@ -34,6 +34,11 @@ DEFAULT_VERSION = 2
 # Config versions containerd knows: 1 and 2 (containerd 1.x), 3 (containerd 2.x, which migrates 1 and 2).
 KNOWN_VERSIONS = (1, 2, 3)
 DEFAULT_RUNTIME_TYPE = 'io.containerd.runc.v2'
+# The first containerd whose CRI plugin reads enable_cdi (and 1.6 drops it: its `config dump` of a config setting it
+# shows none). SOURCE: containerd/containerd pkg/cri/config/config.go, PluginConfig.EnableCDI `toml:"enable_cdi"`:
+# absent at v1.6.20 and v1.6.39, there at v1.7.0 (commit c9b4ccf83 "add configuration for CDI") and v1.7.24;
+# tests/unit/fixtures/containerd/dump-enable-cdi-1.6.20.toml is 1.6.20's dump.
+ENABLE_CDI_SINCE = (1, 7)
 FALLBACK_RUNTIMES = ('runc', 'crun')
 
 
@@ -312,15 +317,8 @@ def apply_present(doc, version, runtimes, set_as_default, enable_cdi, ours, sour
     return Dialect(version, sources).apply_present(doc, runtimes, set_as_default, enable_cdi, ours, stale, recorded)
 
 
-def apply_absent(doc, version, names, previous_default=None, restore_default=False, previous_enable_cdi=None, restore_enable_cdi=False):
-    """Remove runtimes `names`; restore the recorded default and enable_cdi when asked.
-
-    Without a record (restore_default false) a default naming one of `names`
-    is removed, as nvidia-ctk does.
-    """
-    record = None
-    if restore_default:
-        record = {'previous_default': previous_default, 'previous_enable_cdi': previous_enable_cdi, 'enable_cdi_set': restore_enable_cdi}
+def apply_absent(doc, version, names, record):
+    """Remove runtimes `names`; restore the default and enable_cdi the undo `record` holds."""
     Dialect(version).apply_absent(doc, names, record)
 
 
@@ -376,7 +374,7 @@ def drop_lone_version(doc):
 
 
 def copy_cri_section(source_doc, doc, version):
-    """Copy the source's whole CRI plugin table into `doc` (when it has none).
+    """Copy the source's whole CRI plugin table into `doc` (when it has none); True when copied.
 
     containerd 1.x replaces a plugin's section wholesale when an import defines
     it (containerd issue 5837), so a version 2 drop-in must carry the rest of the
@@ -384,7 +382,8 @@ def copy_cri_section(source_doc, doc, version):
     """
     source = get_table(source_doc, cri_keys(version))
     if source is None or get_table(doc, cri_keys(version)) is not None:
-        return
+        return False
     plugins = get_table(doc, ('plugins',), create=True)
     plugins[cri_plugin_name(version)] = _unindent(_new_runtime_table(source))
     plugins[cri_plugin_name(version)].trivia.indent = ''
+    return True

@@ -7,8 +7,12 @@
 
 - The undo record: a JSON state file on the node holding, per file written,
   whether it existed, its original text and the hash of what we wrote, plus
-  the facts needed to undo structurally (previous default runtime, ...).
-  An intact file is restored byte for byte; an edited one is undone key by key.
+  the facts needed to undo structurally (previous default runtime, the
+  runtimes that were there before, ...). An intact file is restored byte for
+  byte; an edited one is undone key by key.
+- Ownership is recorded, never inferred: absent changes only what a record
+  names; without one (none, deleted, or another file's) it changes nothing and
+  says so (`notes`), and a runtime the record says was there before stays.
 - Plan: desired bytes per path, computed purely from the current bytes.
 - Dialect: the few primitives a runtime's config format needs (get/set the
   default runtime, add/remove a runtime, CDI switch); present/absent rules are
@@ -102,8 +106,9 @@ def line_ends_like(original, text):
 STATE_KEYS = {'path': str, 'runtimes': list, 'files': dict, 'previous_default': (str, type(None)),
               'previous_enable_cdi': object, 'enable_cdi_set': bool}
 CONTAINERD_STATE_KEYS = {'drop_in': (str, type(None)), 'import_added': bool, 'version_added': bool}
-# Keys a record may lack (written by an earlier release), with their types.
-OPTIONAL_STATE_KEYS = {'created_directories': list}
+# Keys a record may lack (written by an earlier release), with their types. found_runtimes: the names of the runtimes
+# that were in the file before this module changed it (not ours: absent leaves them).
+OPTIONAL_STATE_KEYS = {'created_directories': list, 'found_runtimes': list}
 FILE_RECORD_KEYS = {'existed': bool, 'original': (str, type(None)), 'written_sha256': str}
 
 
@@ -126,8 +131,8 @@ def _state_problem(state):
     for key, types in sorted(OPTIONAL_STATE_KEYS.items()):
         if key in state and not isinstance(state[key], types):
             return 'key %s has the wrong type' % key
-    if not all(isinstance(name, str) for name in state['runtimes'] + state.get('created_directories', [])):
-        return 'keys runtimes and created_directories must list names'
+    if not all(isinstance(name, str) for key in ('runtimes', 'created_directories', 'found_runtimes') for name in state.get(key, [])):
+        return 'keys runtimes, created_directories and found_runtimes must list names'
     for name, record in sorted(state['files'].items()):
         if not isinstance(record, dict):
             return 'key files.%s must be an object' % name
@@ -138,6 +143,7 @@ def _state_problem(state):
 
 
 def load_state(data, label):
+    """The parsed undo record, or None when there is none; a damaged one raises ConfigError (nothing is changed then)."""
     if data is None:
         return None
     try:
@@ -196,11 +202,13 @@ def usable_state(state, current, path, still_ours):
     return state
 
 
-def next_state(state, path, first_facts, names, file_names, current, desired):
+def next_state(state, path, first_facts, names, file_names, current, desired, found=()):
     """The undo record after a present run; None when there is nothing of ours to undo.
 
     `first_facts` seed a new record (what was in effect before we changed
-    anything); an existing record keeps its facts and originals.
+    anything); an existing record keeps its facts and originals. `found` are
+    the runtimes of `names` that were there before this run and that no record
+    names: they are recorded as found, so that absent leaves them.
     """
     touched = [name for name in file_names if desired[name] != current.get(name)]
     if state is None and not touched:
@@ -211,6 +219,7 @@ def next_state(state, path, first_facts, names, file_names, current, desired):
         state = dict(first_facts, format=STATE_FORMAT, path=path, files={})
     else:
         state = json.loads(json.dumps(state))
+    state['found_runtimes'] = sorted(set(state.get('found_runtimes', [])) | set(found))
     state['runtimes'] = names
     for name in file_names:
         record = state['files'].get(name)
@@ -220,6 +229,30 @@ def next_state(state, path, first_facts, names, file_names, current, desired):
             state['files'][name] = record
         record['written_sha256'] = files.sha256(desired[name])
     return state
+
+
+def ours(state):
+    """The runtimes of a record that absent removes: those present registered, not those it found there."""
+    return [name for name in state['runtimes'] if name not in state.get('found_runtimes', [])]
+
+
+def found_before(has_runtime, names, state):
+    """The runtimes of `names` there before this run (`has_runtime(name)`) that the record `state` does not name as ours."""
+    recorded = state['runtimes'] if state else []
+    return [name for name in names if name not in recorded and has_runtime(name)]
+
+
+def not_recorded_note(path, state_file, there, state=None):
+    """What absent says when it finds no record of its own for `path` and leaves the runtimes `there` as they are."""
+    why = ('%s is the undo record of %s, not of this file' % (state_file, state['path']) if state is not None
+           else 'there is no undo record (%s)' % state_file)
+    return ('%s: %s, so state=absent leaves %s as it is: this module did not configure it, or its record was removed. '
+            'Remove it yourself if it should go' % (path, why, ', '.join(there)))
+
+
+def found_note(path, names):
+    return ('%s: the runtimes %s were there already, not registered by this module: no undo record is kept, and '
+            'state=absent will leave them' % (path, ', '.join(names)))
 
 
 def restore_files(result, state, undo):
@@ -244,6 +277,8 @@ class Plan(object):
         # Created before any file is written (outermost first); removed, when empty, after every file.
         self.create_directories = []
         self.remove_directories = []
+        # The mode of a file this plan creates, where it must not get the default (0666 minus the umask).
+        self.modes = {}
 
     def changes(self):
         return [name for name in sorted(self.desired) if self.desired[name] != self.current.get(name)]
@@ -333,6 +368,12 @@ class Dialect(object):
     def prune(self, doc):
         """Drop containers present created and absent emptied."""
 
+    def configured(self, doc, names):
+        """What of the runtimes `names` `doc` configures, for messages: ['runtime NAME', ..., 'default runtime NAME']."""
+        there = ['runtime %s' % name for name in names if self.has_runtime(doc, name)]
+        default = self.get_default(doc)
+        return there + (['default runtime %s' % default] if default in names else [])
+
     def apply_present(self, doc, entries, set_as_default, enable_cdi, ours, stale=(), recorded=()):
         """Register `entries` [(name, binary)]; return the facts needed to undo it.
 
@@ -357,21 +398,14 @@ class Dialect(object):
             self.set_cdi(doc, True)
         return facts
 
-    def apply_absent(self, doc, names, record=None):
-        """Remove runtimes `names`; with a `record` restore its default and CDI switch.
-
-        Without one a default naming one of `names` is removed, as nvidia-ctk does.
-        """
+    def apply_absent(self, doc, names, record):
+        """Remove runtimes `names`; restore the default and the CDI switch the undo `record` holds."""
         for name in names:
             self.remove_runtime(doc, name)
-        current = self.get_default(doc)
-        if record is not None:
-            if current != record['previous_default']:
-                self.set_default(doc, record['previous_default'])
-            if record['enable_cdi_set'] and self.get_cdi(doc) != record['previous_enable_cdi']:
-                self.set_cdi(doc, record['previous_enable_cdi'])
-        elif current in names:
-            self.set_default(doc, None)
+        if self.get_default(doc) != record['previous_default']:
+            self.set_default(doc, record['previous_default'])
+        if record['enable_cdi_set'] and self.get_cdi(doc) != record['previous_enable_cdi']:
+            self.set_cdi(doc, record['previous_enable_cdi'])
         self.prune(doc)
 
 
@@ -384,11 +418,11 @@ def plan_file(params, current, path, state_file, dialect):
     result = Plan(current)
     state = load_state(current.get(state_file), state_file)
     original = text(current.get(path), path)
+    result.result['notes'] = []
     if params['state'] == 'present':
         names, previous_default, default = _plan_file_present(params, result, state, path, state_file, original, dialect)
     else:
-        result.desired[state_file] = None
-        names, previous_default, default = _plan_file_absent(params, result, state, path, original, dialect)
+        names, previous_default, default = _plan_file_absent(params, result, state, path, state_file, original, dialect)
     result.result.update(path=path, runtimes=names, previous_default_runtime=previous_default, default_runtime=default)
     return result
 
@@ -400,10 +434,14 @@ def _plan_file_present(params, result, state, path, state_file, original, dialec
     names = [name for name, _binary in entries]
     state = usable_state(state, current, path, lambda recorded: any(dialect.has_runtime(doc, name) for name in recorded))
     previous = state['runtimes'] if state else []
+    found = found_before(lambda name: dialect.has_runtime(doc, name), names, state)
     facts = dialect.apply_present(doc, entries, params['set_as_default'], params.get('enable_cdi', False),
-                                  set(names) | set(previous), stale=[name for name in previous if name not in names], recorded=previous)
+                                  set(names) | set(previous), stale=[name for name in ours(state) if name not in names] if state else [],
+                                  recorded=previous)
     result.desired[path] = dialect.rendered(doc, original)
-    new_state = next_state(state, path, dict(facts, enable_cdi_set=False), names, [path], current, result.desired)
+    new_state = next_state(state, path, dict(facts, enable_cdi_set=False), names, [path], current, result.desired, found)
+    if new_state is None and found:
+        result.result['notes'].append(found_note(path, found))
     if new_state is not None:
         new_state['enable_cdi_set'] = new_state['enable_cdi_set'] or (
             params.get('enable_cdi', False) and facts['previous_enable_cdi'] is not True)
@@ -412,18 +450,19 @@ def _plan_file_present(params, result, state, path, state_file, original, dialec
     return names, previous_default, dialect.get_default(doc) if result.desired[path] is not None else None
 
 
-def _plan_file_absent(params, result, state, path, original, dialect):
+def _plan_file_absent(params, result, state, path, state_file, original, dialect):
     current = result.current
     if state is None or state.get('path') != path:
-        # No record: undo what can be recognised as ours, as nvidia-ctk does.
-        names = all_runtime_names(params['runtime_name'])
+        # Not a record of ours for this file: nothing here is known to be ours.
         if current.get(path) is None:
-            return names, None, None
+            return [], None, None
         doc = dialect.parse(original, path)
-        dialect.apply_absent(doc, names)
-        result.desired[path] = dialect.rendered(doc, original)
-        return names, None, dialect.get_default(doc) if result.desired[path] is not None else None
-    names = state['runtimes']
+        there = dialect.configured(doc, all_runtime_names(params['runtime_name']))
+        if there:
+            result.result['notes'].append(not_recorded_note(path, state_file, there, state))
+        return [], None, dialect.get_default(doc)
+    result.desired[state_file] = None
+    names = ours(state)
     undone = []
 
     def undo(name):
@@ -492,28 +531,40 @@ def _check_unchanged(plan):
             raise files.FileError('%s changed while this run was planning; nothing was written, run again' % name)
 
 
-def execute(module, plan, path, state_file):
+def execute(module, plan, path, state_file, verify=None):
     """Write what the plan decided; nothing in check mode. Returns the module's result dict.
 
     `path` is the file whose backup is reported; the state file is bookkeeping,
     left out of the diff and never backed up. Temp files are made next to the
     state file, which is never in a directory the runtime loads every file of
-    (CRI-O's drop-in directory); those a killed run left there are removed.
-    Releases gather()'s lock.
+    (CRI-O's drop-in directory); those a killed run left there are removed,
+    whatever else the run does. `verify()`, when given, is asked after the
+    files are written (or, when nothing is to change, instead) and raises a
+    GpuOpsError to fail the run, which then gives back what it wrote. The
+    plan's notes are warnings of a state=absent run (it leaves something a user
+    may expect it to remove). Releases gather()'s lock.
     """
     try:
-        return _execute(module, plan, path, state_file)
+        return _execute(module, plan, path, state_file, verify)
     finally:
         _unlock()
 
 
-def _execute(module, plan, path, state_file):
+def _execute(module, plan, path, state_file, verify):
     changes = plan.changes()
+    temp_dir = os.path.dirname(os.path.abspath(state_file))
+    stale = sorted(set(temp for name in plan.desired for temp in files.stale_temp_files(name, temp_dir)))
     out = dict(plan.result)
-    out.update(changed=bool(changes or plan.create_directories or plan.remove_directories), actions=plan.actions(), backup_file=None)
+    out.update(changed=bool(changes or plan.create_directories or plan.remove_directories or stale),
+               actions=['remove %s' % temp for temp in stale] + plan.actions(), backup_file=None)
+    if module.params['state'] == 'absent':
+        for note in out.get('notes', []):
+            module.warn(note)
     if module._diff:
         out['diff'] = [files.diff_entry(name, plan.current.get(name), plan.desired[name]) for name in changes if name != state_file]
     if not out['changed']:
+        if verify:
+            verify()
         return out
     # What the run would refuse, check mode refuses too; and no file is written when another one cannot be.
     for name in changes:
@@ -521,38 +572,45 @@ def _execute(module, plan, path, state_file):
     if module.check_mode:
         return out
     _check_unchanged(plan)
-    temp_dir = os.path.dirname(os.path.abspath(state_file))
-    for name in changes:
-        for stale in files.stale_temp_files(name, temp_dir):
-            files.remove(module, stale)
+    for temp in stale:
+        files.remove(module, temp)
     order = _write_order(plan, path, state_file)
     # A file removed and then put back by _roll_back gets its mode again.
     modes = dict((name, stat.S_IMODE(os.stat(name).st_mode)) for name in order if plan.current.get(name) is not None)
+    backups = []
     try:
         files.make_directories(plan.create_directories)
         for name in order:
             data = plan.desired[name]
             is_state = name == state_file
-            backup = module.params.get('backup', False) and not is_state
+            if module.params.get('backup', False) and not is_state and plan.current.get(name) is not None:
+                backups.append(files.backup_copy(name))
+                if name == path:
+                    out['backup_file'] = backups[-1]
             if data is None:
-                backup_file = files.remove(module, name, backup=backup)
+                files.remove(module, name)
             else:
-                backup_file = files.write_atomic(module, name, data, backup=backup, mode=STATE_MODE if is_state else None, temp_dir=temp_dir)
-            if name == path and backup_file:
-                out['backup_file'] = backup_file
-        for directory in plan.remove_directories:
-            files.remove_empty_directory(directory)
+                files.write_atomic(module, name, data, mode=STATE_MODE if is_state else plan.modes.get(name), temp_dir=temp_dir)
+        removed = [directory for directory in plan.remove_directories if files.remove_empty_directory(directory)]
     except files.FileError as exc:
-        raise files.FileError('%s; %s' % (exc, _roll_back(module, plan, order, modes, temp_dir)))
+        raise files.FileError('%s; %s' % (exc, _roll_back(module, plan, order, modes, temp_dir, backups)))
+    # A directory someone filled since the plan keeps its files and stays: actions say only what was done.
+    out['actions'] = [action for action in out['actions'] if not action.startswith('remove directory ')
+                      or action[len('remove directory '):] in removed]
+    if verify:
+        try:
+            verify()
+        except GpuOpsError as exc:
+            raise type(exc)('%s; %s' % (exc, _roll_back(module, plan, order, modes, temp_dir, backups)))
     return out
 
 
-def _roll_back(module, plan, order, modes, temp_dir):
+def _roll_back(module, plan, order, modes, temp_dir, backups):
     """Give every file this run changed (the undo record first among them) its old bytes back; says how that went.
 
-    A run that fails half way must leave the node as it found it: no record of a change that did not happen. A file
-    counts as changed when it is no longer as gather() read it, also when the step that changed it failed after its
-    rename (a directory fsync).
+    A run that fails half way must leave the node as it found it: no record of a change that did not happen, and no
+    backup of a file it did not change. A file counts as changed when it is no longer as gather() read it, also when
+    the step that changed it failed after its rename (a directory fsync).
     """
     problems = []
     restored = []
@@ -571,6 +629,11 @@ def _roll_back(module, plan, order, modes, temp_dir):
     for directory in reversed(plan.create_directories):
         try:
             files.remove_empty_directory(directory)
+        except files.FileError as exc:
+            problems.append(str(exc))
+    for backup_file in backups:
+        try:
+            files.remove(module, backup_file)
         except files.FileError as exc:
             problems.append(str(exc))
     if problems:

@@ -174,9 +174,9 @@ def _interleaved(node, monkeypatch, first, second):
 
     real_execute = runtime_config.execute
 
-    def execute(*args):
+    def execute(*args, **kwargs):
         try:
-            return real_execute(*args)
+            return real_execute(*args, **kwargs)
         finally:
             first_done.set()
     monkeypatch.setattr(runtime_config, 'execute', execute)

@@ -11,8 +11,8 @@ parser and means exactly what a model of the rules on plain dicts says (so a
 table written in the wrong place is caught, not only a crash); a second present
 changes nothing; absent gives back the input byte for byte and removes the
 undo record (and the drop-in). Where present found everything in place it
-keeps no record (someone else configured the runtime), and absent removes what
-it recognises as ours instead.
+keeps no record (someone else configured the runtime), and absent then changes
+nothing: ownership is recorded, never inferred.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -70,9 +70,10 @@ def _taken_over(test, existing, opts):
     return refused
 
 
-def _already_configured(test, runtimes_after_absent, opts):
-    """Present found everything in place and kept no record: absent removes what it recognises, as nvidia-ctk does."""
-    assert not set(name for name, _binary in _entries(opts)) & set(runtimes_after_absent or {})
+def _already_configured(test, plan, files):
+    """Present found everything in place and kept no record: absent changes nothing, and says what it leaves."""
+    assert plan.changes() == [] and dict(plan.desired) == files
+    assert plan.result['notes'] and plan.result['runtimes'] == []
     count(test, 'already configured (no undo record)')
 
 
@@ -163,7 +164,8 @@ def check_containerd(case):
     assert plan.result['config_version'] == version
 
     assert _containerd_plan(opts, files).changes() == []
-    back = _containerd_plan(_absent(opts), files).desired
+    absent = _containerd_plan(_absent(opts), files)
+    back = absent.desired
     assert back[CONTAINERD_STATE] is None
     if plan.changes():
         assert json.loads(files[CONTAINERD_STATE].decode('utf-8'))['path'] == CONTAINERD
@@ -171,8 +173,7 @@ def check_containerd(case):
         if drop_in:
             assert back[drop_in] is None
     else:
-        runtimes = _cri(tomllib.loads(back[CONTAINERD].decode('utf-8')), version).get('containerd', {}).get('runtimes', {})
-        _already_configured(test, runtimes, opts)
+        _already_configured(test, absent, files)
 
 
 # --- CRI-O ------------------------------------------------------------------------
@@ -220,14 +221,14 @@ def check_crio(case):
     assert tomllib.loads(files[CRIO].decode('utf-8')) == crio_model(before, opts)
 
     assert _file_plan(opts, files, CRIO, CRIO_STATE, CrioDialect()).changes() == []
-    back = _file_plan(_absent(opts), files, CRIO, CRIO_STATE, CrioDialect()).desired
+    absent = _file_plan(_absent(opts), files, CRIO, CRIO_STATE, CrioDialect())
+    back = absent.desired
     assert back[CRIO_STATE] is None
     if plan.changes():
         assert json.loads(files[CRIO_STATE].decode('utf-8'))['path'] == CRIO
         assert back[CRIO] == original
     else:
-        runtimes = tomllib.loads(back[CRIO].decode('utf-8')).get('crio', {}).get('runtime', {}).get('runtimes', {}) if back[CRIO] else {}
-        _already_configured(test, runtimes, opts)
+        _already_configured(test, absent, files)
 
 
 # --- Docker -----------------------------------------------------------------------
@@ -268,13 +269,14 @@ def check_docker(case):
     assert [key for key in after if key in before] == [key for key in before if key in after]  # key order kept
 
     assert _file_plan(opts, files, DOCKER, DOCKER_STATE, DockerDialect()).changes() == []
-    back = _file_plan(_absent(opts), files, DOCKER, DOCKER_STATE, DockerDialect()).desired
+    absent = _file_plan(_absent(opts), files, DOCKER, DOCKER_STATE, DockerDialect())
+    back = absent.desired
     assert back[DOCKER_STATE] is None
     if plan.changes():
         assert json.loads(files[DOCKER_STATE])['path'] == DOCKER
         assert back[DOCKER] == original
     else:
-        _already_configured(test, back[DOCKER] and json.loads(back[DOCKER]).get('runtimes', {}), opts)
+        _already_configured(test, absent, files)
 
 
 # --- the runs: each transformer's examples in two halves, one per process -----------

@@ -27,6 +27,15 @@ NVIDIA_BINARY = '/usr/bin/nvidia-container-runtime'
 # `containerd --version` of the bookworm lab image (Debian's containerd 1.6.20, tests/lab/images/recipe.toml), printed
 # by a stand-in on PATH so that the run does not depend on the containerd, if any, of the machine running the tests.
 CONTAINERD_1_6 = 'containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3'
+# The sid lab image's (Debian's containerd 2.1.9), for the cases that depend on containerd 2.x.
+CONTAINERD_2_1 = 'containerd github.com/containerd/containerd/v2 2.1.9+unknown '
+REGISTRY_PASSWORD = 's3cret-pa55'
+# What `nvidia-ctk runtime configure --runtime=docker --set-as-default` writes (its layout: runtimes.<name> with path and
+# args, default-runtime).
+CONFIGURED_DOCKER = ('{\n    "default-runtime": "nvidia",\n    "runtimes": {\n        "nvidia": {\n            "args": [],\n'
+                     '            "path": "%s"\n        }\n    }\n}\n' % NVIDIA_BINARY).encode()
+REGISTRY = ('version = 2\n[%s.registry.configs."registry.example.internal".auth]\n  username = "puller"\n  password = "%s"\n'
+            % (CRI, REGISTRY_PASSWORD)).encode()
 # The issue's names; test_runtime_options.py has the rest of the rule.
 BAD_NAMES = ['a"b', '', 'has space']
 RESERVED = ['runc']
@@ -74,8 +83,14 @@ def _cases(node):
     (fake_bin / 'containerd').chmod(0o755)
     containerd_env = {'PATH': '%s:/usr/bin:/bin' % fake_bin}
 
-    def containerd(name, args, **options):
-        node.step(name, 'containerd_nvidia_runtime', dict(args, config_source='file'), environment=containerd_env, **options)
+    def containerd(name, args, env=None, **options):
+        node.step(name, 'containerd_nvidia_runtime', dict(args, config_source='file'), environment=env or containerd_env, **options)
+
+    fake_bin_2 = node.top / 'bin2'
+    fake_bin_2.mkdir()
+    (fake_bin_2 / 'containerd').write_text('#!/bin/sh\necho "%s"\n' % CONTAINERD_2_1)
+    (fake_bin_2 / 'containerd').chmod(0o755)
+    containerd_2_env = {'PATH': '%s:/usr/bin:/bin' % fake_bin_2}
 
     # Item 3: runtime names no runtime can use, or another runtime's; never take over a runtime of its own.
     for number, bad in enumerate(BAD_NAMES + RESERVED):
@@ -106,6 +121,30 @@ def _cases(node):
     directory = node.case('drop_in_is_record', {'config.toml': b'version = 2\n'})
     containerd('drop_in_is_record', dict(path=str(directory / 'config.toml'),
                                          drop_in=str(directory / 'config.toml.gpuops-nvidia-runtime.json')))
+
+    # Issue 28 item 7: a symlink to the config is the config.
+    directory = node.case('drop_in_is_link', {'config.toml': b'version = 2\n'})
+    (directory / 'link.toml').symlink_to(directory / 'config.toml')
+    node.before['drop_in_is_link'] = snapshot(directory)
+    containerd('drop_in_is_link', dict(path=str(directory / 'config.toml'), drop_in=str(directory / 'link.toml')))
+
+    # Issue 28 item 9: containerd 1.6 has no enable_cdi; item 10: containerd 2.x ignores a version 1 config's runtimes.
+    directory = node.case('cdi_1_6', {'config.toml': b'version = 2\n'})
+    containerd('cdi_1_6_check', dict(path=str(directory / 'config.toml'), enable_cdi=True), check_mode=True)
+    containerd('cdi_1_6', dict(path=str(directory / 'config.toml'), enable_cdi=True))
+    directory = node.case('version_1_on_2', {'config.toml': b'oom_score = 0\n'})
+    containerd('version_1_on_2_check', dict(path=str(directory / 'config.toml')), env=containerd_2_env, check_mode=True)
+    containerd('version_1_on_2', dict(path=str(directory / 'config.toml')), env=containerd_2_env)
+
+    # Issue 28 item 1: configured before (nvidia-ctk's daemon.json), no undo record: absent leaves it, and says so.
+    directory = node.case('configured_before', {'daemon.json': CONFIGURED_DOCKER})
+    node.step('configured_before', 'docker_nvidia_runtime', dict(path=str(directory / 'daemon.json'), set_as_default=True))
+    node.step('configured_before_absent', 'docker_nvidia_runtime', dict(path=str(directory / 'daemon.json'), state='absent'))
+
+    # Issue 28 item 2: containerd 2.x merges the drop-in key by key: it needs no copy of config.toml's CRI table.
+    directory = node.case('registry_2', {'config.toml': REGISTRY})
+    containerd('registry_2', dict(path=str(directory / 'config.toml'), drop_in=str(directory / 'conf.d' / '99-nvidia.toml')),
+               env=containerd_2_env)
 
     # Item 1: a conf.d drop-in sets another default (and, for containerd 1.x, its own CRI table).
     imports = ('version = 2\nimports = ["%s/conf.d/*.toml"]\n' % (node.top / 'imports')).encode()
@@ -212,6 +251,7 @@ def test_docker_and_crio_check_names_too(node, name):
     ('version_4', 'config version 4 is unknown: containerd reads versions 1, 2 (containerd 1.x) and 3 (containerd 2.x)'),
     ('drop_in_is_path', 'config.toml is the config itself; a drop-in is a file of its own'),
     ('drop_in_is_record', 'is the undo record of the config itself'),
+    ('drop_in_is_link', 'link.toml is the config itself; a drop-in is a file of its own'),
 ])
 def test_options_and_files_that_cannot_work_are_refused(node, name, message):
     assert message in outcome(node.results[name], failed=True)
@@ -228,6 +268,43 @@ def test_a_drop_in_that_overrides_the_default_is_named(node, step):
                               drop_in, CRI, node.top / 'imports' / 'config.toml')), msg
     assert 'Nothing was written' in msg
     unchanged(node, 'imports')
+
+
+@pytest.mark.parametrize('step', ['cdi_1_6_check', 'cdi_1_6'])
+def test_enable_cdi_is_refused_where_containerd_ignores_it(node, step):
+    """Issue 28 item 9: containerd 1.6 would start with CDI off; the run says so, in check mode too, and writes nothing."""
+    msg = outcome(node.results[step], failed=True)
+    assert msg.startswith('enable_cdi: containerd 1.6 ignores enable_cdi (CDI came in containerd 1.7)'), msg
+    unchanged(node, 'cdi_1_6')
+
+
+@pytest.mark.parametrize('step', ['version_1_on_2_check', 'version_1_on_2'])
+def test_a_version_1_config_is_refused_on_containerd_2(node, step):
+    """Issue 28 item 10: check mode predicts the failure, the run writes nothing, and the message says why."""
+    msg = outcome(node.results[step], failed=True)
+    assert 'is a version 1 config (it has no version key): containerd 2.1 ignores its plugins.cri tables' in msg, msg
+    assert 'Nothing was written' in msg
+    unchanged(node, 'version_1_on_2')
+
+
+def test_uninstall_leaves_a_runtime_configured_before_and_warns(node):
+    """Issue 28 item 1: no undo record, no removal; ansible-playbook shows why."""
+    present, absent = node.results['configured_before'], node.results['configured_before_absent']
+    assert outcome(present, failed=False) == '' and present['changed'] is False
+    assert outcome(absent, failed=False) == '' and absent['changed'] is False and absent['runtimes'] == []
+    path = node.top / 'configured_before' / 'daemon.json'
+    assert absent['notes'] == ['%s: there is no undo record (%s.gpuops-nvidia-runtime.json), so state=absent leaves runtime nvidia, '
+                               'default runtime nvidia as it is: this module did not configure it, or its record was removed. '
+                               'Remove it yourself if it should go' % (path, path)]
+    assert '[WARNING]: %s: there is no undo record' % path in node.output
+    unchanged(node, 'configured_before')
+
+
+def test_a_drop_in_for_containerd_2_copies_no_registry_credentials(node):
+    """Issue 28 item 2: only the runtime tables go into the drop-in where containerd merges key by key."""
+    outcome(node.results['registry_2'], failed=False)
+    drop_in = (node.top / 'registry_2' / 'conf.d' / '99-nvidia.toml').read_text()
+    assert 'runtimes.nvidia' in drop_in and REGISTRY_PASSWORD not in drop_in and 'registry' not in drop_in
 
 
 def test_a_drop_in_in_a_new_directory(node):

@@ -158,3 +158,37 @@ def test_command_source_uses_containerd_config_default(capsys, tmp_path, monkeyp
     # run under coreutils' timeout: a hung containerd cannot block the run
     assert calls == [(['/usr/bin/timeout', '--kill-after=5', '120', '/usr/bin/containerd', 'config', 'default'], {'LC_ALL': 'C', 'LANG': 'C'})]
     assert result['changed'] is True and 'SystemdCgroup' in path.read_text()
+
+
+def _containerd_printing(tmp_path, monkeypatch, version, dump):
+    """A containerd on PATH that prints `version` for --version and the captured `dump` for anything else."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    script = bin_dir / 'containerd'
+    script.write_text('#!/bin/sh\nif [ "$1" = --version ]; then echo "%s"; else cat %s; fi\n' % (
+        version, os.path.join(os.path.dirname(FIXTURE), dump)))
+    script.chmod(0o755)
+    monkeypatch.setenv('PATH', '%s:%s' % (bin_dir, os.environ['PATH']))
+
+
+@pytest.mark.parametrize('version, dump, args, problem', [
+    # containerd 1.6.20's reading of its default config: no nvidia runtime.
+    ('containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3', 'dump-default-1.6.20.toml', {},
+     'no runtime nvidia'),
+    # Issue 28 item 9: a containerd that does not say its version reads the runtimes but drops enable_cdi (1.6.20's dump).
+    ('containerd (version unknown)', 'dump-enable-cdi-1.6.20.toml', dict(enable_cdi=True, variants=['cdi'], set_as_default=True),
+     'enable_cdi is not true (containerd before 1.7 ignores it)'),
+])
+def test_verify_that_fails_gives_back_what_the_run_wrote(capsys, tmp_path, monkeypatch, version, dump, args, problem):
+    """Issue 28 item 10: a run that containerd's reading refutes is not left half done (nor called verified)."""
+    node = tmp_path / 'node'
+    node.mkdir()
+    config = node / 'config.toml'
+    with open(FIXTURE, 'rb') as handle:
+        config.write_bytes(handle.read())
+    before = snapshot(node)
+    _containerd_printing(tmp_path, monkeypatch, version, dump)
+    result = run(capsys, failed=True, path=str(config), verify=True, **args)
+    assert result['msg'] == ('containerd --config %s config dump does not show the NVIDIA runtimes as written: %s; what this run '
+                             'wrote was undone (%s%s, %s)' % (config, problem, config, STATE_SUFFIX, config))
+    assert snapshot(node) == before

@@ -184,6 +184,18 @@ def test_absent_without_record_leaves_the_pre_installed_driver():
     assert planned['steps'] == [] and planned['driver']['source'] == 'pre-installed' and planned['deploy_driver_label'] == 'pre-installed'
 
 
+@pytest.mark.parametrize('ready, removed', [
+    (to_bytes(driver_state.driver_ready_text()), True),
+    # Not what the validation writes: someone else's file.
+    (b'IS_HOST_DRIVER=false\nNVIDIA_DRIVER_ROOT=/run/nvidia/driver\n', False),
+])
+def test_absent_without_record_removes_only_the_driver_ready_the_validation_wrote(ready, removed):
+    """Issue 28 item 13: a validated pre-installed driver keeps its packages, not the driver-ready this role wrote."""
+    planned = driver_plan.plan(facts_of('h200-x1', files={READY: ready, BLACKLIST: None}), params_of(state='absent'))
+    assert actions(planned) == (['remove ' + READY] if removed else [])
+    assert planned['packages'] == [] and planned['driver']['source'] == 'pre-installed'
+
+
 def test_absent_removes_what_the_record_names():
     record = dict(manager='apt', packages=['nvidia-smi'], installed=['nvidia-smi', 'libnvidia-ml1'], held=['nvidia-smi'],
                   files={BLACKLIST: None})

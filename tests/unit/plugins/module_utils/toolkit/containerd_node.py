@@ -12,22 +12,28 @@ import os
 
 
 class MemoryNode(object):
-    """`files` maps paths to bytes; a directory exists when a file is under it or `directories` names it."""
+    """`files` maps paths to bytes (with `modes`, default 0644); a directory exists when a file is under it or `directories`
+    names it; `containerd_version` is (major, minor) or None (not installed)."""
 
-    def __init__(self, files=None, directories=(), default_config=None, containerd_major=None):
+    def __init__(self, files=None, directories=(), default_config=None, containerd_version=None, modes=None):
         self.files = dict(files or {})
         self.directories = set(directories)
         self._default_config = default_config
-        self._containerd_major = containerd_major
+        self._containerd_version = containerd_version
+        self.modes = dict(modes or {})
 
     def default_config(self):
         return self._default_config
 
-    def containerd_major(self):
-        return self._containerd_major
+    def containerd_version(self):
+        return self._containerd_version
 
     def read(self, path):
         return self.files.get(path)
+
+    def mode(self, path):
+        assert path in self.files, path
+        return self.modes.get(path, 0o644)
 
     def listdir(self, directory):
         return sorted(os.path.basename(path) for path in self.files if os.path.dirname(path) == directory)

@@ -275,14 +275,18 @@ def test_structural_undo_when_file_edited_since(name):
     assert back[PATH] == original + b'# added by another tool\n'
 
 
-def test_absent_without_state_removes_recognisable_runtimes():
+def test_absent_without_state_changes_nothing_and_says_what_it_leaves():
+    """Ownership is recorded, never inferred (issue 28): runtimes named like ours are not ours without a record."""
     text = _config(2, [('runc', 'io.containerd.runc.v2', True), ('nvidia', 'io.containerd.runc.v2', True),
                        ('nvidia-cdi', 'io.containerd.runc.v2', True)], 'nvidia')
-    plan, files = run_plan({PATH: text.encode()}, state='absent')
-    doc = cc.parse(files[PATH].decode())
-    assert list(cc.get_table(doc, cc.runtimes_keys(2)).keys()) == ['runc']
-    assert cc.default_runtime(doc, 2) is None
-    assert plan.result['previous_default_runtime'] is None
+    plan, _files = run_plan({PATH: text.encode()}, state='absent')
+    assert plan.changes() == [] and plan.result['runtimes'] == [] and plan.result['previous_default_runtime'] is None
+    assert plan.result['default_runtime'] == 'nvidia'
+    assert plan.result['notes'] == ['%s: there is no undo record (%s), so state=absent leaves runtime nvidia in %s, runtime nvidia-cdi '
+                                    'in %s, default runtime nvidia in %s as it is: this module did not configure it, or its record '
+                                    'was removed. Remove it yourself if it should go' % (PATH, cr.state_path(PATH), PATH, PATH, PATH)]
+    plan, _files = run_plan({PATH: _config(2, [('runc', 'io.containerd.runc.v2', True)], 'runc').encode()}, state='absent')
+    assert plan.changes() == [] and plan.result['notes'] == []
 
 
 def test_present_on_already_configured_file_records_nothing():
@@ -472,6 +476,8 @@ NVIDIA_CDI = [('nvidia', '/usr/bin/nvidia-container-runtime'), ('nvidia-cdi', '/
 
 @pytest.mark.parametrize('dump, entries, problems', [
     ('dump-nvidia-cdi-1.6.20.toml', NVIDIA_CDI, []),
+    # Issue 28 item 10: containerd 2.x reads none of a version 1 config's runtimes.
+    ('dump-v1-nvidia-2.1.9.toml', NVIDIA_CDI, ['no runtime nvidia', 'no runtime nvidia-cdi']),
     ('dump-nvidia-cdi-2.1.9.toml', NVIDIA_CDI, []),
     ('dump-default-1.6.20.toml', NVIDIA_CDI, ['no runtime nvidia', 'no runtime nvidia-cdi']),
     ('dump-default-2.1.9.toml', NVIDIA_CDI[:1], ['no runtime nvidia']),
@@ -484,3 +490,13 @@ NVIDIA_CDI = [('nvidia', '/usr/bin/nvidia-container-runtime'), ('nvidia-cdi', '/
 def test_dump_problems_reads_containerds_own_dump(dump, entries, problems):
     with open(os.path.join(FIXTURES, dump), encoding='utf-8') as handle:
         assert cr.dump_problems(handle.read(), entries) == problems
+
+
+@pytest.mark.parametrize('dump, problems', [
+    # Issue 28 item 9: containerd 1.6 drops enable_cdi (it came in 1.7), so verify must not call it verified.
+    ('dump-enable-cdi-1.6.20.toml', ['enable_cdi is not true (containerd before 1.7 ignores it)']),
+    ('dump-nvidia-cdi-2.1.9.toml', []),
+])
+def test_dump_problems_with_enable_cdi(dump, problems):
+    with open(os.path.join(FIXTURES, dump), encoding='utf-8') as handle:
+        assert cr.dump_problems(handle.read(), NVIDIA_CDI, enable_cdi=True) == problems

@@ -87,12 +87,14 @@ def test_absent_after_foreign_edit_is_structural(original, overrides, restored):
     assert back[STATE] is None and plan.result['default_runtime'] == restored.get('default-runtime')
 
 
-def test_absent_without_record_removes_recognisable_runtimes():
+def test_absent_without_record_changes_nothing():
+    """Ownership is recorded, never inferred (issue 28): runtimes named like ours are not ours without a record."""
     runtimes = {'nvidia': {'path': BIN}, 'nvidia-cdi': {'path': BIN}, 'runc': {'path': 'runc'}}
     original = json.dumps({'default-runtime': 'nvidia', 'runtimes': runtimes}).encode()
     plan, files = run_plan({PATH: original}, state='absent')
-    assert doc_of(files) == {'runtimes': {'runc': {'path': 'runc'}}}
-    assert plan.result['previous_default_runtime'] is None
+    assert files[PATH] == original and plan.changes() == []
+    assert plan.result['previous_default_runtime'] is None and plan.result['default_runtime'] == 'nvidia'
+    assert 'leaves runtime nvidia, runtime nvidia-cdi, default runtime nvidia as it is' in plan.result['notes'][0]
 
 
 def test_changing_variants_removes_the_dropped_one():
