@@ -113,7 +113,7 @@ def task_problems(path, task, secrets):
     name = task.get('name', '?')
     module, options = module_of(task)
     problems = []
-    for option, value in options.items():
+    for option in options:
         if CREDENTIAL.search(option) and not hides(module, option):
             problems.append(f'{path}: {name}: option {option} of {module} is not no_log')
     for variable, fields in secrets.items():
