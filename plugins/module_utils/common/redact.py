@@ -22,11 +22,12 @@ REDACTED = '********'
 # identitytoken, registrytoken), HTTP headers (Authorization), and any *password/*token/*secret/api_key. A unified diff's
 # line prefix (- or +) may stick to a key at the start of a line.
 CREDENTIAL_KEY = re.compile(r'[-+]?(?:auth|authorization|api[-_]?key|[\w.-]*(?:password|passwd|token|secret))\Z', re.IGNORECASE)
+# A TOML string (multi-line basic, multi-line literal, basic, literal) or a JSON one.
+_STRINGS = '|'.join((r'"""[\s\S]*?"""', r"'''[\s\S]*?'''", r'"(?:[^"\\\n]|\\.)*"', r"'[^'\n]*'"))
+_STRING = re.compile(_STRINGS)
 # A key followed by its separator: TOML `key =`, JSON `"key":`, YAML `key:`; or a string to step over (a key-like word
-# inside a string is no key).
-_TOKEN = re.compile(r'''(?P<key>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|(?<![\w-])[\w-]+)(?P<sep>[ \t]*[=:][ \t]*)'''
-                    r'''|"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|'[^'\n]*\'''')
-_STRING = re.compile(r'''"""(?P<ml>[\s\S]*?)"""|\'\'\'(?P<mll>[\s\S]*?)\'\'\'|"(?P<dq>(?:[^"\\\n]|\\.)*)"|'(?P<sq>[^'\n]*)\'''')
+# inside a string is no key). A bare key is looked at from its first character only.
+_TOKEN = re.compile(r'''(?P<key>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|(?<![\w-])[\w-]+)[ \t]*[=:][ \t]*|''' + _STRINGS)
 # A YAML plain scalar after `key:` (up to the end of the line or a flow collection's delimiter); true, false, null
 # and numbers are no credentials.
 _PLAIN = re.compile(r'[^\s"\'\[{,}\]#][^\n,}\]]*')
