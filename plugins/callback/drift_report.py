@@ -32,6 +32,8 @@ options:
       - Where the JSON report is written; the text report is written beside it, with C(.txt) in place of C(.json).
       - A relative path is relative to the directory ansible-playbook runs in. The directory must exist; a report
         that cannot be written is a warning, and the summary is still printed.
+      - Both reports are written with mode C(0600) (they show diffs of node config files); credentials in the diffs
+        (registry passwords and tokens of a container runtime config, the data of a Kubernetes Secret) are redacted.
     type: path
     default: gpuops-drift-report.json
     env:
@@ -123,12 +125,15 @@ class CallbackModule(CallbackBase):
 
 
 def _write(path, content):
-    """Through a temporary file in the target directory and a rename: a reader never sees half a report."""
+    """Through a temporary file in the target directory and a rename: a reader never sees half a report.
+
+    The report holds diffs of node config files, some of them readable by root alone (a containerd config with registry
+    credentials): it is mkstemp's 0600, for its owner only, whatever it replaces.
+    """
     handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.' + os.path.basename(path) + '.')
     try:
         with os.fdopen(handle, 'w', encoding='utf-8') as stream:
             stream.write(content)
-        os.chmod(tmp, 0o644)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)

@@ -17,6 +17,8 @@ options:
       - Path of a kubeconfig file, or its content as a dictionary.
       - Without this option and without O(host), E(K8S_AUTH_KUBECONFIG), then C(~/.kube/config), then the
         in-cluster service account are tried.
+      - As in kubernetes.core, its value is never logged nor returned (C(no_log)), like O(api_key) and O(password), as a
+        kubeconfig dictionary holds tokens and keys. Output that quotes the value shows C(********) instead.
     type: raw
   context:
     description:

@@ -8,7 +8,8 @@
 The callback gpuops.gpu_operator.drift_report turns each task result into an event with `event()` (None when the
 result says nothing about drift), and at the end of the run `build()` joins the events with the run's statistics into
 the report, `summary_lines()` and `text()` render it for people. In check mode a change is drift: what a run would
-change; in a real run it is what the run changed (a repair).
+change; in a real run it is what the run changed (a repair). Credentials in what the results show (a config file's
+registry password in a diff, a Kubernetes Secret's data, a loop item) are redacted: the report is printed and kept.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +17,8 @@ __metaclass__ = type
 
 import difflib
 import json
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.redact import redact_data, redact_text
 
 REPORT_FORMAT = 1
 # The words for a host with and without changes, by mode.
@@ -32,16 +35,17 @@ NO_CHECK_MODE = 'check mode'
 
 
 def _text(value):
-    """A diff side as text: mappings and lists as indented JSON (as ansible-core shows them), None as nothing."""
+    """A diff side as text: mappings and lists as indented JSON (as ansible-core shows them), None as nothing; credentials
+    redacted (each side is a whole file or object: a diff's hunks could cut a multi-line string in two)."""
     if value is None:
         return ''
     if isinstance(value, (dict, list)):
-        return json.dumps(value, indent=4, sort_keys=True) + '\n'
-    return value if isinstance(value, str) else str(value)
+        return json.dumps(redact_data(value), indent=4, sort_keys=True) + '\n'
+    return redact_text(value if isinstance(value, str) else str(value))
 
 
 def render_diff(diff):
-    """One result's `diff` (a dict or a list of them) as unified diff text, without colours."""
+    """One result's `diff` (a dict or a list of them) as unified diff text, without colours, credentials redacted."""
     parts = []
     for one in diff if isinstance(diff, list) else [diff]:
         if not isinstance(one, dict):
@@ -58,7 +62,8 @@ def render_diff(diff):
             parts.extend(difflib.unified_diff(before, after, fromfile='before: %s' % one['before_header'] if 'before_header' in one else 'before',
                                               tofile='after: %s' % one['after_header'] if 'after_header' in one else 'after'))
         if one.get('prepared'):
-            parts.append(one['prepared'] if one['prepared'].endswith('\n') else one['prepared'] + '\n')
+            prepared = redact_text(one['prepared'])
+            parts.append(prepared if prepared.endswith('\n') else prepared + '\n')
     return ''.join(parts)
 
 
@@ -66,7 +71,7 @@ def _label(result):
     label = result.get('_ansible_item_label', result.get(result.get('ansible_loop_var') or 'item'))
     if label is None:
         return None
-    label = label if isinstance(label, str) else json.dumps(label, sort_keys=True)
+    label = redact_text(label) if isinstance(label, str) else json.dumps(redact_data(label), sort_keys=True)
     return label if len(label) <= LABEL_CHARS else label[:LABEL_CHARS - 3] + '...'
 
 
@@ -102,7 +107,7 @@ def changes(result):
 
 
 def _message(result):
-    return str(result.get('msg') or result.get('reason') or result.get('stderr') or 'failed').strip()
+    return redact_text(str(result.get('msg') or result.get('reason') or result.get('stderr') or 'failed').strip())
 
 
 def event(host, stage, task, status, result, check):

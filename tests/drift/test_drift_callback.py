@@ -189,3 +189,51 @@ def test_each_object_kubernetes_core_k8s_would_change(tmp_path):
     found = json.loads((tmp_path / 'gpuops-drift-report.json').read_text())['hosts']['localhost']['stages']['Cluster objects']
     assert [(one['task'], one['item']) for one in found] == [('Apply the objects', 'apply ConfigMap drift-test/other')], found
     assert '-        "value": "old"\n+        "value": "new"\n' in found[0]['diff'], found[0]['diff']
+
+
+SECRET = 'Pull-pa55word-7f3e'
+CONFIG_WITH_CREDENTIALS = """
+- name: Node files
+  hosts: localhost
+  gather_facts: false
+  tasks:
+    - name: Change the config
+      ansible.builtin.copy:
+        dest: "{{ config }}"
+        content: |
+          version = 2
+          [plugins."io.containerd.grpc.v1.cri".registry.configs."mirror.example".auth]
+            username = "robot"
+            password = "%s"
+          [plugins."io.containerd.grpc.v1.cri".containerd]
+            default_runtime_name = "nvidia"
+        mode: "0600"
+""" % SECRET
+
+
+def test_report_of_a_config_with_credentials(tmp_path):
+    """--check --diff of a 0600 containerd config whose registry password is in the diff's context: the reports show the
+    change with the password redacted, and only their owner may read them (also where a world-readable report was)."""
+    config = tmp_path / 'config.toml'
+    config.write_text(f'version = 2\n[plugins."io.containerd.grpc.v1.cri".registry.configs."mirror.example".auth]\n  username = "robot"\n'
+                      f'  password = "{SECRET}"\n[plugins."io.containerd.grpc.v1.cri".containerd]\n  default_runtime_name = "runc"\n')
+    config.chmod(0o600)
+    (tmp_path / 'playbook.yml').write_text(CONFIG_WITH_CREDENTIALS)
+    (tmp_path / 'hosts').write_text(f'localhost ansible_connection=local ansible_python_interpreter={sys.executable}\n')
+    (tmp_path / 'gpuops-drift-report.txt').write_text('an earlier report\n')
+    (tmp_path / 'gpuops-drift-report.txt').chmod(0o644)
+    environ = dict(os.environ, ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1',
+                   ANSIBLE_COLLECTIONS_PATH=os.environ.get('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections')),
+                   PATH=os.path.dirname(sys.executable) + os.pathsep + os.environ['PATH'],
+                   ANSIBLE_CALLBACKS_ENABLED='gpuops.gpu_operator.drift_report')
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), 'ansible-playbook'), '-i', 'hosts', 'playbook.yml',
+                             '-e', f'config={config}', '--check', '--diff'],
+                            capture_output=True, text=True, check=False, cwd=tmp_path, env=environ, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    for name in ('gpuops-drift-report.json', 'gpuops-drift-report.txt'):
+        assert os.stat(tmp_path / name).st_mode & 0o777 == 0o600, name
+        assert SECRET not in (tmp_path / name).read_text(), name
+    [change] = json.loads((tmp_path / 'gpuops-drift-report.json').read_text())['hosts']['localhost']['stages']['Node files']
+    assert '   password = "********"\n [plugins."io.containerd.grpc.v1.cri".containerd]\n-  default_runtime_name = "runc"\n' in change['diff']
+    # What the callback prints is its summary; the diff itself is the stdout callback's (ansible.builtin.copy's own).
+    assert 'localhost (cluster): drift' not in result.stdout and 'localhost: drift in Node files (Change the config)' in result.stdout

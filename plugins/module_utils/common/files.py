@@ -19,6 +19,7 @@ import time
 
 from ansible.module_utils.common.text.converters import to_native, to_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.redact import redact_text
 
 # How long a run waits for another run holding the same directory lock.
 LOCK_TIMEOUT = 120
@@ -284,10 +285,14 @@ def unlock(fd):
 
 
 def diff_entry(path, before, after):
-    """One entry of Ansible's diff list; None bytes mean the file is absent."""
+    """One entry of Ansible's diff list; None bytes mean the file is absent.
+
+    Both sides are whole files, shown at -vvv and by --diff: credentials in them (a registry password of a 0600
+    containerd config) are redacted.
+    """
     return {
         'before_header': path if before is not None else '%s (absent)' % path,
         'after_header': path if after is not None else '%s (absent)' % path,
-        'before': to_text(before or b''),
-        'after': to_text(after or b''),
+        'before': redact_text(to_text(before or b'')),
+        'after': redact_text(to_text(after or b'')),
     }

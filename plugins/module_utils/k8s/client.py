@@ -35,8 +35,9 @@ except ImportError:
     HAS_KUBERNETES = False
     KUBERNETES_IMPORT_ERROR = traceback.format_exc()
 
+# no_log as in kubernetes.core's own spec: a kubeconfig given as a dictionary holds tokens and keys.
 AUTH_ARG_SPEC = dict(
-    kubeconfig=dict(type='raw', fallback=(env_fallback, ['K8S_AUTH_KUBECONFIG'])),
+    kubeconfig=dict(type='raw', no_log=True, fallback=(env_fallback, ['K8S_AUTH_KUBECONFIG'])),
     context=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_CONTEXT'])),
     host=dict(type='str', fallback=(env_fallback, ['K8S_AUTH_HOST'])),
     api_key=dict(type='str', no_log=True, fallback=(env_fallback, ['K8S_AUTH_API_KEY'])),

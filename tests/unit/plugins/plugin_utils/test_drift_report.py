@@ -218,3 +218,32 @@ def test_text_gives_each_change_with_its_diff(diff, placeholder):
         '', 'node-b / container_toolkit / Register the NVIDIA runtime with containerd would change:',
     ] + ['    ' + line for line in CONFIG_TEXT.splitlines()] + [
         '', 'node-b / container_toolkit / Restart the container runtime would change:', placeholder]
+
+
+# A 0600 containerd config with registry credentials (containerd/containerd docs/cri/registry.md, release/1.7): the
+# password falls in the diff's context of a change two lines below it, and the whole file is each side of the diff.
+SECRET_CONFIG = ('version = 2\n[plugins."io.containerd.grpc.v1.cri".registry.configs."mirror.example".auth]\n'
+                 '  username = "robot"\n  password = "pa55-word"\n  auth = "cm9ib3Q6cGE1NS13b3Jk"\n')
+SECRET_DIFF = {'before': SECRET_CONFIG, 'after': SECRET_CONFIG + '[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia]\n',
+               'before_header': '/etc/containerd/config.toml', 'after_header': '/etc/containerd/config.toml'}
+PULL_SECRET = {'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'mirror-pull', 'namespace': 'gpu-operator'},
+               'type': 'kubernetes.io/dockerconfigjson', 'data': {'.dockerconfigjson': 'eyJhdXRocyI6IHt9fQ=='}}
+
+
+@pytest.mark.parametrize('status, result', [
+    pytest.param('ok', {'changed': True, 'diff': SECRET_DIFF}, id='a file diff (ansible.builtin.copy, a module of another collection)'),
+    pytest.param('ok', {'changed': True, 'result': {'results': [{'changed': True, 'method': 'create', 'result': PULL_SECRET,
+                                                                 'diff': {'before': {}, 'after': PULL_SECRET}}]}}, id='a Secret object'),
+    pytest.param('ok', {'changed': True, 'results': [{'changed': True, 'ansible_loop_var': 'item', 'diff': SECRET_DIFF,
+                                                      'item': {'name': 'mirror-pull', 'password': 'pa55-word'}}]},
+                 id='a loop item without a label'),
+    pytest.param('failed', {'msg': 'cannot parse line 4: password = "pa55-word"'}, id='a failure quoting the config'),
+])
+def test_credentials_stay_out_of_the_report(status, result):
+    """The report says what changed, never a credential: the callback prints and writes it (0600, tests/drift)."""
+    found = drift_report.event('node-a', 'container_toolkit', 'Register', status, result, True)
+    report = drift_report.build([found], STATS, {'localhost'}, True, True, 'site.yml', 'now')
+    written = json.dumps(report) + '\n'.join(drift_report.text(report))
+    for secret in ('pa55-word', 'cm9ib3Q6cGE1NS13b3Jk', 'eyJhdXRocyI6IHt9fQ=='):
+        assert secret not in written
+    assert '********' in written, 'the redacted line is still shown'
