@@ -23,4 +23,3 @@ NOT_BOOTED = 'systemd is not PID 1 on this node'
 def booted(module):
     """Whether systemctl is installed and systemd is the node's init (PID 1)."""
     return module.get_bin_path('systemctl') is not None and os.path.isdir(BOOTED_DIR)
-

@@ -1,0 +1,126 @@
+"""site.yml, doctor.yml and uninstall.yml on a lab node that systemd does not run: its PID 1 is `sleep infinity` and its
+containerd a plain process started by hand (tests/lab/labctl.py up --no-systemd), as in a container or on a CI runner
+where systemctl is installed but fails ("System has not been booted with systemd as init system").
+
+The role cannot restart a runtime that something else runs, and a changed configuration the running containerd has not
+loaded must not pass for ready: site.yml configures containerd and stops the node there, naming the condition and what
+to do (no toolkit-ready); doctor.yml answers on the node and finds the running containerd older than its configuration;
+once containerd is restarted by hand, site.yml goes through and writes toolkit-ready; uninstall.yml restores the
+configuration byte for byte and stops the node again until containerd is restarted.
+
+One bookworm node served the lab's A100 capture (a pre-installed driver: the driver stage validates it) and a stand-in
+of its own; the validation play is skipped (the stand-in runs no Pods). What each run took is printed and kept in
+.build/no-systemd/timings.json.
+"""
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+import yaml
+
+from tests.cluster.helpers import REPO
+from tests.lab.labtest import ANSIBLE_PLAYBOOK, LABCTL, lab_inventory, lab_nodes, playbook_environment, run
+
+PREFIX = 'gpuops-nosd-'
+DISTRO = 'bookworm'
+NODE = PREFIX + DISTRO
+CONTAINERD_CONFIG = '/etc/containerd/config.toml'
+TOOLKIT_READY = '/run/nvidia/validations/toolkit-ready'
+RESULTS = REPO / '.build' / 'no-systemd'
+
+
+@pytest.fixture(name='lab')
+def fixture_lab(tmp_path):
+    """(kubeconfig, inventory): the node without systemd and its Node on a stand-in of its own; gone afterwards."""
+    with lab_nodes(tmp_path, PREFIX, [DISTRO], systemd=False) as (kubeconfig, _kube):
+        inventory = lab_inventory(PREFIX)
+        hosts = inventory['all']['children']['gpu_nodes']['hosts']
+        inventory['all']['children']['gpu_nodes']['hosts'] = {NODE: hosts[NODE]}
+        path = tmp_path / 'hosts.yml'
+        path.write_text(yaml.safe_dump(inventory))
+        yield kubeconfig, path
+
+
+def playbook(kubeconfig, inventory, name, *args):
+    """(return code, output) of one playbook run."""
+    result = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), f'playbooks/{name}', *args], capture_output=True, text=True,
+                            check=False, cwd=REPO, env=playbook_environment(kubeconfig), timeout=600)
+    return result.returncode, result.stdout + result.stderr
+
+
+def on_node(*argv):
+    return subprocess.run(['podman', 'exec', NODE, *argv], capture_output=True, check=False)
+
+
+def containerd_pids():
+    return [int(pid) for pid in run('podman', 'exec', NODE, 'sh', '-c', 'for p in /proc/[0-9]*; do '
+                                    '[ "$(cat $p/comm 2>/dev/null)" = containerd ] && echo ${p#/proc/}; done; true').split()]
+
+
+def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what_it_cannot_do(lab, tmp_path):
+    kubeconfig, inventory = lab
+    took = {}
+    # The node as the test needs it: systemd is installed and is not PID 1; containerd runs, started by hand.
+    assert on_node('cat', '/proc/1/comm').stdout == b'sleep\n' and on_node('systemctl', '--version').returncode == 0
+    assert b'System has not been booted with systemd' in on_node('systemctl', 'show', 'containerd.service').stderr
+    [pid] = containerd_pids()
+    original = on_node('cat', CONTAINERD_CONFIG).stdout
+    # The toolkit's packages are out of the lab's reach (container_toolkit_install_packages: false): a program at the
+    # runtime's path makes this a node where toolkit-ready is due once containerd has loaded the runtime.
+    run('podman', 'exec', NODE, 'sh', '-c', "printf '#!/bin/sh\\nexit 1\\n' > /usr/bin/nvidia-container-runtime && chmod 755 /usr/bin/nvidia-container-runtime")
+
+    # site.yml: containerd is configured, and the node stops there, saying why and what to do.
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'site.yml', '--skip-tags', 'validation')
+    took['site_s'] = round(time.monotonic() - started)
+    words = ' '.join(out.split())
+    assert rc != 0, out[-6000:]
+    assert (f'container_toolkit stage failed in task \'Stop the node until its container runtime is restarted by whoever runs it\': '
+            f'systemd is not PID 1 on {NODE}, so the role cannot restart containerd (process {pid}): its configuration for the '
+            f'nvidia runtime changed and the running containerd has not loaded it. Restart containerd the way this host runs it, '
+            f'then run the playbook again (toolkit-ready is written then).') in words, out[-6000:]
+    configured = on_node('cat', CONTAINERD_CONFIG).stdout
+    assert b'runtimes.nvidia]' in configured and configured != original
+    assert on_node('test', '-e', TOOLKIT_READY).returncode == 1, 'toolkit-ready is not written for a runtime that did not load its config'
+    assert containerd_pids() == [pid], 'containerd was left alone'
+
+    # doctor.yml answers on the node: containerd found from its process, older than its configuration.
+    report_path = tmp_path / 'doctor.json'
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'doctor.yml', '-e', f'doctor_report_path={report_path}')
+    took['doctor_s'] = round(time.monotonic() - started)
+    assert rc == 0, out[-6000:]
+    node = json.loads(report_path.read_text())['nodes'][NODE]
+    findings = {item['check']: item for item in node['findings']}
+    assert not {'runtime-not-found', 'runtime-detection-failed', 'node-check-failed'} & set(findings), findings
+    reloaded = findings['runtime-not-reloaded']
+    assert f'changed after containerd process {pid} started' in reloaded['summary'], reloaded
+    assert reloaded['fix'] == 'restart containerd the way this node runs it (systemd is not PID 1 on this node)', reloaded
+
+    # Restarted by hand, as whoever runs the node would: site.yml then goes through and writes toolkit-ready.
+    run(sys.executable, str(LABCTL), 'start-containerd', NODE)
+    [restarted] = containerd_pids()
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'site.yml', '--skip-tags', 'validation')
+    took['site_after_restart_s'] = round(time.monotonic() - started)
+    assert rc == 0, out[-6000:]
+    assert on_node('cat', TOOLKIT_READY).stdout == b'runtime=containerd\nruntime_class=nvidia\nbinary=/usr/bin/nvidia-container-runtime\n'
+    assert on_node('cat', CONTAINERD_CONFIG).stdout == configured and containerd_pids() == [restarted]
+
+    # uninstall.yml restores the configuration byte for byte, and stops the node until containerd is restarted again.
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'uninstall.yml')
+    took['uninstall_s'] = round(time.monotonic() - started)
+    words = ' '.join(out.split())
+    assert rc != 0, out[-6000:]
+    assert (f'systemd is not PID 1 on {NODE}, so the role cannot restart containerd (process {restarted}): its configuration for the '
+            f'nvidia runtime changed and the running containerd has not loaded it. Restart containerd the way this host runs it, '
+            f'then run the playbook again.') in words, out[-6000:]
+    assert on_node('cat', CONTAINERD_CONFIG).stdout == original
+    assert containerd_pids() == [restarted]
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / 'timings.json').write_text(json.dumps(took, indent=2) + '\n')
+    print(f'\nno-systemd lab runs: {took}')
