@@ -17,6 +17,7 @@ import os
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import packages as driver_packages
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import plan as driver_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
@@ -112,6 +113,7 @@ def gather(module):
         held_packages=set(),
         package_version=None,
         available_packages=set(),
+        systemd=init.booted(module),
         persistenced=dict(active=False),
     )
     paths = [os.path.join(params['validations_dir'], driver_state.DRIVER_READY),
@@ -134,7 +136,7 @@ def gather(module):
     probe = driver_packages.precompiled_modules(os_release, params['version'], facts['kernel_release']) if installing else []
     if probe and not params['packages']:
         facts['available_packages'] = apt_available(module, probe)
-    if installing and params['persistence_mode']:
+    if installing and params['persistence_mode'] and facts['systemd']:
         facts['persistenced'] = dict(active=run(module, ['systemctl', 'is-active', '--quiet', driver_plan.PERSISTENCED_UNIT])[0] == 0)
     return facts
 

@@ -27,6 +27,7 @@ from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import packages as driver_packages
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.systemd import NOT_BOOTED
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.state import DriverError
 
 PERSISTENCED_UNIT = 'nvidia-persistenced.service'
@@ -155,7 +156,11 @@ def _present(facts, params, result):
     elif not loaded:
         result['reboot_required'] = True  # nothing here loads the driver: it starts with the next boot
     if params['persistence_mode'] and not facts['persistenced']['active']:
-        steps.append(dict(kind='persistenced', argv=['systemctl', 'enable', '--now', PERSISTENCED_UNIT]))
+        if facts['systemd']:
+            steps.append(dict(kind='persistenced', argv=['systemctl', 'enable', '--now', PERSISTENCED_UNIT]))
+        else:
+            result['warnings'].append('%s: nvidia-persistenced is neither enabled nor started (persistence_mode); run it the way this '
+                                      'node runs its services' % NOT_BOOTED)
     if pending:
         result['reboot_required'] = True
         result['warnings'].append('the driver packages change from %s to the requested version %s; the loaded kernel module stays %s '

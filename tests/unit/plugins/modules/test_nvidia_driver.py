@@ -21,6 +21,7 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
@@ -115,6 +116,9 @@ class FakeNode(object):
         return 0, '', ''
 
     def systemctl(self, args):
+        if not os.path.isdir(systemd.BOOTED_DIR):
+            # systemd is not PID 1: what systemctl 252 prints there, verbatim (tests/unit/plugins/modules/test_container_runtime_info.py).
+            return 1, '', "System has not been booted with systemd as init system (PID 1). Can't operate.\nFailed to connect to bus: Host is down\n"
         if args[0] == 'is-active':
             return (0 if args[-1] in self.enabled else 3), '', ''
         if args[0] == 'enable':
@@ -125,10 +129,13 @@ class FakeNode(object):
 
 
 @pytest.fixture
-def node(monkeypatch):
+def node(monkeypatch, tmp_path):
     fake = FakeNode()
     monkeypatch.setattr(AnsibleModule, 'run_command', fake.run_command)
     monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda self, name, *args, **kwargs: '/usr/bin/' + name if name in fake.tools else None)
+    # systemd runs the node unless a test removes its boot directory.
+    (tmp_path / 'run-systemd-system').mkdir()
+    monkeypatch.setattr(systemd, 'BOOTED_DIR', str(tmp_path / 'run-systemd-system'))
     return fake
 
 
@@ -218,6 +225,20 @@ def test_check_mode_runs_nothing_that_changes_the_node(capsys, node, paths):
     assert [call[0] for call in node.calls] == ['dpkg-query', 'apt-mark', 'systemctl']
     assert node.calls[1] == ['apt-mark', 'showhold'] and node.calls[2][1] == 'is-active'
     assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
+
+
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_without_systemd_persistenced_is_not_enabled_and_the_run_says_so(capsys, node, paths, warnings, check_mode):
+    """systemctl is installed and systemd is not PID 1 (a container, a CI runner): check mode does not promise the
+    `systemctl enable` the run cannot do, and the run says that nvidia-persistenced is left to the node, instead of
+    skipping it without a word."""
+    os.rmdir(systemd.BOOTED_DIR)
+    result = run(capsys, paths, 't4', _ansible_check_mode=check_mode)
+    assert result['changed'] is True and result['systemd'] is False
+    assert not any('systemctl' in action for action in result['actions'])
+    assert not any(call[0] == 'systemctl' for call in node.calls)
+    assert ('systemd is not PID 1 on this node: nvidia-persistenced is neither enabled nor started (persistence_mode); '
+            'run it the way this node runs its services') in warnings
 
 
 @pytest.mark.parametrize('precompiled', [True, False])

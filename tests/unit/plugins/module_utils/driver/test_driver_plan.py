@@ -39,8 +39,8 @@ def facts_of(fixture, smi_fixture=None, **overrides):
         secure_boot='unknown', signing_key=False, os_release=BOOKWORM, kernel_release='6.1.0-28-amd64', manager='apt', record={},
         smi=dict(binary=SIMULATOR, working=bool(merged), version=(xml_report or {}).get('driver_version'), gpus=len(merged),
                  errors=errors),
-        installed_packages=set(), held_packages=set(), package_version=None, available_packages=set(), persistenced=dict(active=False),
-        files={READY: None, BLACKLIST: None}, initramfs=['update-initramfs', '-u'])
+        installed_packages=set(), held_packages=set(), package_version=None, available_packages=set(), systemd=True,
+        persistenced=dict(active=False), files={READY: None, BLACKLIST: None}, initramfs=['update-initramfs', '-u'])
     facts.update(overrides)
     return facts
 
@@ -328,3 +328,20 @@ def test_absent_writes_back_a_file_the_install_replaced():
     # Back as it was already (restored by hand): nothing to write, no initramfs to rebuild.
     facts['files'][BLACKLIST] = to_bytes(before)
     assert driver_plan.plan(facts, params_of(state='absent'))['steps'] == [dict(kind='remove', path=RECORD)]
+
+
+@pytest.mark.parametrize('systemd, active, persistence_mode, step, warned', [
+    (True, False, True, True, False),
+    (True, True, True, False, False),
+    (True, False, False, False, False),
+    # systemd is not PID 1 (a container, a CI runner): systemctl cannot enable the service; the run says so instead.
+    (False, False, True, False, True),
+    (False, False, False, False, False),
+])
+def test_persistenced_is_enabled_only_where_systemd_runs_the_node(systemd, active, persistence_mode, step, warned):
+    planned = driver_plan.plan(facts_of('t4', 'cpu-only', systemd=systemd, persistenced=dict(active=active)),
+                               params_of(persistence_mode=persistence_mode))
+    assert ('systemctl enable --now nvidia-persistenced.service' in actions(planned)) is step
+    notes = [warning for warning in planned['warnings'] if 'nvidia-persistenced' in warning]
+    assert notes == (['systemd is not PID 1 on this node: nvidia-persistenced is neither enabled nor started (persistence_mode); '
+                      'run it the way this node runs its services'] if warned else [])
