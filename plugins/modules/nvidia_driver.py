@@ -54,7 +54,12 @@ attributes:
     details: Nothing that changes the node runs; RV(actions) lists what would.
   diff_mode:
     support: full
-    details: Shows the files written or removed (blacklist, C(driver-ready)).
+    details:
+      - Shows the files written or removed (blacklist, C(driver-ready)) and the packages installed, replaced, held or removed,
+        one C(NAME VERSION) line each (C((held)) when held), before and after.
+      - In check mode the packages are what C(apt-get -s) says the run would install or remove (dependencies included); with
+        dnf, or where the simulation fails (package lists not refreshed yet, with a warning), the packages the run names,
+        at their pinned version or C((version picked by the run)).
   platform:
     platforms: posix
 options:
@@ -312,7 +317,9 @@ def main():
             result['actions'] = [driver_plan.describe(step) for step in planned['steps'] if step['kind'] != 'validate']
             result['changed'] = bool(result['actions'])
             if module._diff:
-                result['diff'] = driver_plan.preview_diff(facts, planned['steps'])
+                simulated, warnings = driver_executor.simulate(module, facts, planned['steps'])
+                planned['warnings'].extend(warnings)
+                result['diff'] = driver_plan.preview_diff(facts, planned['steps'], simulated)
         else:
             executor = driver_executor.Executor(module, facts, planned)
             try:
