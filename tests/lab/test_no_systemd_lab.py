@@ -3,8 +3,10 @@ containerd a plain process started by hand (tests/lab/labctl.py up --no-systemd)
 where systemctl is installed but fails ("System has not been booted with systemd as init system").
 
 The role cannot restart a runtime that something else runs, and a changed configuration the running containerd has not
-loaded must not pass for ready: site.yml configures containerd and stops the node there, naming the condition and what
-to do (no toolkit-ready); doctor.yml answers on the node and finds the running containerd older than its configuration;
+loaded must not pass for ready. A check run (--check --diff, with the drift report) first, as the node would be without
+its driver: it says what the run will do and cannot do, and the driver stage's change is its packages with a diff (the
+refresh of the package lists is none). Then site.yml configures containerd and stops the node there, naming the
+condition and what to do (no toolkit-ready); doctor.yml answers on the node and finds the running containerd older than its configuration;
 once containerd is restarted by hand, site.yml goes through and writes toolkit-ready; uninstall.yml restores the
 configuration byte for byte and stops the node again until containerd is restarted.
 
@@ -31,22 +33,30 @@ TOOLKIT_READY = '/run/nvidia/validations/toolkit-ready'
 RESULTS = REPO / '.build' / 'no-systemd'
 
 
+# The node as if it had no driver: procfs pointed at an empty directory, nvidia-smi looked for on PATH (molecule/nvidia_driver
+# does the same).
+NO_DRIVER = {'nvidia_driver_procfs_root': '/var/lib/gpuops-lab/proc-without-driver', 'nvidia_driver_nvidia_smi': ''}
+
+
 @pytest.fixture(name='lab')
 def fixture_lab(tmp_path):
-    """(kubeconfig, inventory): the node without systemd and its Node on a stand-in of its own; gone afterwards."""
+    """(kubeconfig, inventory, the inventory of the node as if without driver): the node without systemd and its Node on a
+    stand-in of its own; gone afterwards."""
     with lab_nodes(tmp_path, PREFIX, [DISTRO], systemd=False) as (kubeconfig, _kube):
-        inventory = lab_inventory(PREFIX)
-        hosts = inventory['all']['children']['gpu_nodes']['hosts']
-        inventory['all']['children']['gpu_nodes']['hosts'] = {NODE: hosts[NODE]}
-        path = tmp_path / 'hosts.yml'
-        path.write_text(yaml.safe_dump(inventory))
-        yield kubeconfig, path
+        paths = []
+        for name, overrides in (('hosts.yml', {}), ('no-driver.yml', NO_DRIVER)):
+            inventory = lab_inventory(PREFIX)
+            hosts = inventory['all']['children']['gpu_nodes']['hosts']
+            inventory['all']['children']['gpu_nodes']['hosts'] = {NODE: dict(hosts[NODE], **overrides)}
+            paths.append(tmp_path / name)
+            paths[-1].write_text(yaml.safe_dump(inventory))
+        yield (kubeconfig, *paths)
 
 
-def playbook(kubeconfig, inventory, name, *args):
+def playbook(kubeconfig, inventory, name, *args, **env):
     """(return code, output) of one playbook run."""
     result = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), f'playbooks/{name}', *args], capture_output=True, text=True,
-                            check=False, cwd=REPO, env=playbook_environment(kubeconfig), timeout=600)
+                            check=False, cwd=REPO, env=playbook_environment(kubeconfig, **env), timeout=600)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -60,7 +70,7 @@ def containerd_pids():
 
 
 def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what_it_cannot_do(lab, tmp_path):
-    kubeconfig, inventory = lab
+    kubeconfig, inventory, no_driver = lab
     took = {}
     # The node as the test needs it: systemd is installed and is not PID 1; containerd runs, started by hand.
     assert on_node('cat', '/proc/1/comm').stdout == b'sleep\n' and on_node('systemctl', '--version').returncode == 0
@@ -70,6 +80,33 @@ def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what
     # The toolkit's packages are out of the lab's reach (container_toolkit_install_packages: false): a program at the
     # runtime's path makes this a node where toolkit-ready is due once containerd has loaded the runtime.
     run('podman', 'exec', NODE, 'sh', '-c', "printf '#!/bin/sh\\nexit 1\\n' > /usr/bin/nvidia-container-runtime && chmod 755 /usr/bin/nvidia-container-runtime")
+
+    # The check run, as the node would be without its driver: the drift report and the warnings say what a run would do.
+    # The node has package lists and python3-tomlkit first (the image has neither, and check mode installs nothing: the
+    # container toolkit stage's check run cannot edit containerd's TOML without tomlkit); apt-get -s can then tell versions.
+    run('podman', 'exec', NODE, 'mkdir', '-p', NO_DRIVER['nvidia_driver_procfs_root'])
+    run('podman', 'exec', NODE, 'sh', '-c', 'apt-get update -qq && apt-get install -qq -y python3-tomlkit >/dev/null')
+    report_path = tmp_path / 'check.json'
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, no_driver, 'site.yml', '--skip-tags', 'validation', '--check', '--diff',
+                       ANSIBLE_CALLBACKS_ENABLED='gpuops.gpu_operator.drift_report', GPUOPS_DRIFT_REPORT_PATH=str(report_path))
+    took['site_check_s'] = round(time.monotonic() - started)
+    words = ' '.join(out.split())
+    assert rc == 0, out[-6000:]
+    assert (f'WARNING: a run stops here: systemd is not PID 1 on {NODE}, so the role cannot restart containerd (process {pid})') in words, out[-6000:]
+    assert ('systemd is not PID 1 on this node: nvidia-persistenced is neither enabled nor started (persistence_mode); run it the way '
+            'this node runs its services') in words, out[-6000:]
+    stages = json.loads(report_path.read_text())['hosts'][NODE]['stages']
+    driver = {change['task']: change['diff'] for change in stages['nvidia_driver']}
+    assert list(driver) == ['Install, hold and load the driver, or validate the one there'], driver
+    [diff] = driver.values()
+    added = [line[1:] for line in diff.splitlines() if line.startswith('+') and not line.startswith('+++')]
+    # bookworm's packages (driver_data/apt-s-install-nvidia-smi-persistenced.txt): what the lab installs, dependencies too.
+    assert {'nvidia-smi 535.261.03-1 (held)', 'libnvidia-ml1 535.261.03-1 (held)', 'nvidia-persistenced 535.171.04-1~deb12u1 (held)',
+            'nvidia-alternative 535.261.03-1', 'blacklist nouveau'} <= set(added), diff
+    assert '+++ after: packages (apt)' in diff, diff
+    assert 'Register the NVIDIA runtime with containerd' in {change['task'] for change in stages['container_toolkit']}, stages
+    assert on_node('cat', CONTAINERD_CONFIG).stdout == original and on_node('dpkg-query', '-W', 'nvidia-smi').returncode == 1
 
     # site.yml: containerd is configured, and the node stops there, saying why and what to do.
     started = time.monotonic()
