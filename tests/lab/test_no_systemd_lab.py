@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 from tests.cluster.helpers import REPO
+from tests.lab import labctl
 from tests.lab.labtest import ANSIBLE_PLAYBOOK, LABCTL, lab_inventory, lab_nodes, playbook_environment, run
 
 PREFIX = 'gpuops-nosd-'
@@ -65,8 +66,7 @@ def on_node(*argv):
 
 
 def containerd_pids():
-    return [int(pid) for pid in run('podman', 'exec', NODE, 'sh', '-c', 'for p in /proc/[0-9]*; do '
-                                    '[ "$(cat $p/comm 2>/dev/null)" = containerd ] && echo ${p#/proc/}; done; true').split()]
+    return labctl.containerd_pids(NODE)
 
 
 def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what_it_cannot_do(lab, tmp_path):
@@ -81,11 +81,14 @@ def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what
     # runtime's path makes this a node where toolkit-ready is due once containerd has loaded the runtime.
     run('podman', 'exec', NODE, 'sh', '-c', "printf '#!/bin/sh\\nexit 1\\n' > /usr/bin/nvidia-container-runtime && chmod 755 /usr/bin/nvidia-container-runtime")
 
-    # The check run, as the node would be without its driver: the drift report and the warnings say what a run would do.
-    # The node has package lists and python3-tomlkit first (the image has neither, and check mode installs nothing: the
-    # container toolkit stage's check run cannot edit containerd's TOML without tomlkit); apt-get -s can then tell versions.
+    # The check run, as the node would be without its driver and with containerd stopped: the drift report and the
+    # warnings say what a run would do and what it leaves to whoever runs the node. The node has package lists and
+    # python3-tomlkit first (the image has neither, and check mode installs nothing: the container toolkit stage's check
+    # run cannot edit containerd's TOML without tomlkit); apt-get -s can then tell versions.
     run('podman', 'exec', NODE, 'mkdir', '-p', NO_DRIVER['nvidia_driver_procfs_root'])
     run('podman', 'exec', NODE, 'sh', '-c', 'apt-get update -qq && apt-get install -qq -y python3-tomlkit >/dev/null')
+    run('podman', 'exec', NODE, 'sh', '-c', f'kill -TERM {pid}')
+    labctl.wait_for('containerd did not stop', lambda: not containerd_pids(), 60)
     report_path = tmp_path / 'check.json'
     started = time.monotonic()
     rc, out = playbook(kubeconfig, no_driver, 'site.yml', '--skip-tags', 'validation', '--check', '--diff',
@@ -93,7 +96,9 @@ def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what
     took['site_check_s'] = round(time.monotonic() - started)
     words = ' '.join(out.split())
     assert rc == 0, out[-6000:]
-    assert (f'WARNING: a run stops here: systemd is not PID 1 on {NODE}, so the role cannot restart containerd (process {pid})') in words, out[-6000:]
+    assert (f'WARNING: systemd is not PID 1 on {NODE} and no containerd process runs: the role does not start it. Start it the way '
+            f'this host runs it; pods cannot start until then.') in words, out[-6000:]
+    assert 'a run stops here' not in words, 'a containerd that is not running loads the configuration when it is started'
     assert ('systemd is not PID 1 on this node: nvidia-persistenced is neither enabled nor started (persistence_mode); run it the way '
             'this node runs its services') in words, out[-6000:]
     stages = json.loads(report_path.read_text())['hosts'][NODE]['stages']
@@ -107,6 +112,9 @@ def test_a_node_without_systemd_is_configured_checked_and_restored_and_says_what
     assert '+++ after: packages (apt)' in diff, diff
     assert 'Register the NVIDIA runtime with containerd' in {change['task'] for change in stages['container_toolkit']}, stages
     assert on_node('cat', CONTAINERD_CONFIG).stdout == original and on_node('dpkg-query', '-W', 'nvidia-smi').returncode == 1
+    assert containerd_pids() == [], 'check mode starts nothing'
+    run(sys.executable, str(LABCTL), 'start-containerd', NODE)
+    [pid] = containerd_pids()
 
     # site.yml: containerd is configured, and the node stops there, saying why and what to do.
     started = time.monotonic()
