@@ -12,7 +12,7 @@ build=$repo/.build
 # wait on containers and the package mirror).
 all_gates=(changelog 'pytest+lint,sanity,importer,molecule,lab' demo)
 # The tests that start lab nodes: gate lab, not gate pytest.
-lab_tests=(tests/slicing tests/drift tests/eda)
+lab_tests=(tests/slicing tests/drift tests/eda tests/lab)
 read -r -a gates <<<"${GATES:-${all_gates[*]}}"
 
 gate_changelog() {

@@ -17,12 +17,14 @@ description:
     with no kubelet configuration yet, the first installed runtime service of C(containerd.service),
     C(crio.service), C(docker.service), in that order (Docker's packages pull containerd in too). A kubelet on the
     socket of another runtime (C(podman.sock)) gives none: the runtime installed beside it is not the kubelet's."
-  - "On a node without systemd (no C(systemctl)), the first runtime, in the same order, whose default socket
-    (C(/run/containerd/containerd.sock), C(/var/run/crio/crio.sock), C(/var/run/docker.sock)) or daemon (C(containerd),
-    C(crio), C(dockerd)) the node has stands for the installed service; the services' state is then null (unknown)."
-  - The systemd state of those three services, whether O(runtime_binary) exists, and the installed version of each
-    of O(packages) (C(dpkg-query), else C(rpm)).
-  - It only reads files and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
+  - "On a node that systemd does not run (no C(systemctl), or systemd is not PID 1, as in a container or on a CI runner:
+    C(/run/systemd/system) does not exist), C(systemctl) is not asked; the first runtime, in the same order, whose daemon
+    runs (C(containerd), C(crio), C(dockerd) in C(/proc/PID/comm)), whose default socket exists
+    (C(/run/containerd/containerd.sock), C(/var/run/crio/crio.sock), C(/var/run/docker.sock)) or whose daemon program is
+    installed stands for the installed service; the services' state is then null (unknown)."
+  - The systemd state of those three services, the running processes of their daemons, whether O(runtime_binary)
+    exists, and the installed version of each of O(packages) (C(dpkg-query), else C(rpm)).
+  - It only reads files and C(/proc), and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
 version_added: 0.1.0
 author:
   - gpuops developers (@gpuops)
@@ -61,7 +63,7 @@ options:
         a converged node needs no round trip of its own to find it as it should be.
     type: path
 notes:
-  - systemd (C(systemctl)) is used where it is installed; without it the module reports RV(systemd) false, not a failure.
+  - systemd (C(systemctl)) is asked only where it runs the node; elsewhere the module reports RV(systemd) false, not a failure.
 '''
 
 EXAMPLES = r'''
@@ -90,8 +92,8 @@ kubelet_socket:
   type: str
   sample: containerd.sock
 systemd:
-  description: Whether C(systemctl) is installed; false on a node without systemd, where every service's state in
-    RV(services) is null.
+  description: Whether systemd runs the node (C(systemctl) is installed and systemd is PID 1); where it is false, every
+    service's state in RV(services) is null and no service can be started or restarted through systemd.
   returned: always
   type: bool
   sample: true
@@ -106,6 +108,12 @@ services:
     containerd: {unit: containerd.service, load_state: loaded, active_state: active}
     crio: {unit: crio.service, load_state: not-found, active_state: inactive}
     docker: {unit: docker.service, load_state: not-found, active_state: inactive}
+processes:
+  description: For each runtime, the process IDs of its running daemon (C(containerd), C(crio), C(dockerd)), as
+    C(/proc/PID/comm) names them; empty where none runs.
+  returned: always
+  type: dict
+  sample: {containerd: [6], crio: [], docker: []}
 runtime_binary:
   description: O(runtime_binary), or null.
   returned: always

@@ -21,7 +21,8 @@ description:
   - "Container runtime O(runtime): the O(runtime_name) runtime missing from the configuration the runtime itself reads
     (C(containerd config dump), C(crio config), Docker's C(daemon.json)), its binary missing, the runtime not restarted
     since its configuration changed (Docker: the running C(dockerd) lacks it), the service not running, and its
-    journal's errors that name the NVIDIA runtime."
+    journal's errors that name the NVIDIA runtime. Where systemd is not PID 1 (a container, a CI runner) the runtime's
+    daemon process (C(/proc)) says whether and since when it runs, and the fixes name no C(systemctl)."
   - The device plugin's sockets are returned for the cluster-side checks of the doctor playbook, which compare them
     with the Node's C(nvidia.com/gpu) capacity.
 version_added: 0.1.0
@@ -105,8 +106,9 @@ findings:
       fix: 'register it (container_toolkit stage): ansible-playbook -i <inventory> gpuops.gpu_operator.site --limit <node>; ...'
 facts:
   description:
-    - What the node showed; C(runtime_status) holds the runtime's configured and running runtimes, its unit's state and the
-      change times of its config files, C(kernel_log) the driver's kernel log lines and where they came from.
+    - What the node showed; C(runtime_status) holds the runtime's configured and running runtimes, its unit's state (or,
+      where systemd does not run the node, C(systemd) false and its daemon's C(process)) and the change times of its
+      config files, C(kernel_log) the driver's kernel log lines and where they came from.
   returned: always
   type: dict
   sample:

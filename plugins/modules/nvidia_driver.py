@@ -18,8 +18,8 @@ description:
   - "O(state=present): a working driver (C(nvidia-smi) answers) is validated and no package is touched, whoever
     installed it (a driver installed outside the package manager is reported as RV(driver.source=pre-installed)).
     Otherwise the driver packages are installed (with the kernel headers DKMS needs), held, the in-kernel
-    C(nouveau) and C(nova_core) drivers are blacklisted, the modules loaded, C(nvidia-persistenced) enabled and the
-    driver validated."
+    C(nouveau) and C(nova_core) drivers are blacklisted, the modules loaded, C(nvidia-persistenced) enabled (where
+    systemd runs the node; elsewhere a warning says it is left to the node) and the driver validated."
   - "Upgrades and downgrades: when O(version) asks for another version than the node's driver and this module installed
     that driver (O(record_file) names its packages), its packages are unheld, the requested versions installed (apt: the
     package list pinned to the version; dnf: the C(nvidia-driver) module stream switched, then installed) and held again.
@@ -54,7 +54,12 @@ attributes:
     details: Nothing that changes the node runs; RV(actions) lists what would.
   diff_mode:
     support: full
-    details: Shows the files written or removed (blacklist, C(driver-ready)).
+    details:
+      - Shows the files written or removed (blacklist, C(driver-ready)) and the packages installed, replaced, held or removed,
+        one C(NAME VERSION) line each (C((held)) when held), before and after.
+      - In check mode the packages are what C(apt-get -s) says the run would install or remove (dependencies included); with
+        dnf, or where the simulation fails (package lists not refreshed yet, with a warning), the packages the run names,
+        at their pinned version or C((version picked by the run)).
   platform:
     platforms: posix
 options:
@@ -110,6 +115,8 @@ options:
   persistence_mode:
     description:
       - Install, enable and start C(nvidia-persistenced) when the driver is installed by this module.
+      - Where systemd does not run the node (it is not PID 1, as in a container) the package is installed and the service
+        is neither enabled nor started, with a warning.
     type: bool
     default: true
   os_release_path:
@@ -251,6 +258,12 @@ actions:
   type: list
   elements: str
   sample: ["apt-get install -y --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced"]
+systemd:
+  description: Whether systemd runs the node (C(systemctl) is installed and systemd is PID 1); where it does not, no
+    service is enabled or started (C(nvidia-persistenced), and the nvidia_driver role's fabric manager).
+  returned: always
+  type: bool
+  sample: true
 packages:
   description:
     - The packages this run installs (or would install in check mode) with O(state=present), kernel headers included, and
@@ -289,12 +302,13 @@ def main():
     argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     result = dict(changed=False, gpus=[], gpu_count=0, nvswitch_count=0, nouveau_loaded=False, secure_boot='unknown',
-                  reboot_required=False, deploy_driver_label='false', actions=[], packages=[],
+                  reboot_required=False, deploy_driver_label='false', actions=[], packages=[], systemd=False,
                   driver=dict(installed=False, loaded=False, version=None, branch=None, source='none', kernel_module_type=None))
     try:
         facts = driver_executor.gather(module)
         result.update(gpus=facts['gpus'], gpu_count=len(facts['gpus']), nvswitch_count=facts['nvswitch_count'],
-                      nouveau_loaded=any(name in facts['modules'] for name in NOUVEAU_MODULES), secure_boot=facts['secure_boot'])
+                      nouveau_loaded=any(name in facts['modules'] for name in NOUVEAU_MODULES), secure_boot=facts['secure_boot'],
+                      systemd=facts['systemd'])
         planned = driver_plan.plan(facts, module.params)
         result.update(driver=planned['driver'], packages=planned['packages'], deploy_driver_label=planned['deploy_driver_label'])
         # A file the run could not write fails it before any step (and check mode with it).
@@ -303,7 +317,9 @@ def main():
             result['actions'] = [driver_plan.describe(step) for step in planned['steps'] if step['kind'] != 'validate']
             result['changed'] = bool(result['actions'])
             if module._diff:
-                result['diff'] = driver_plan.preview_diff(facts, planned['steps'])
+                simulated, warnings = driver_executor.simulate(module, facts, planned['steps'])
+                planned['warnings'].extend(warnings)
+                result['diff'] = driver_plan.preview_diff(facts, planned['steps'], simulated)
         else:
             executor = driver_executor.Executor(module, facts, planned)
             try:

@@ -5,7 +5,9 @@ Images come from debootstrap + podman import, keyed by a hash of their recipe
 (tests/lab/images/recipe.toml and setup.sh) and of the Debian mirror, which is
 the host's own: the one its apt sources use for a suite the recipe builds.
 Nodes are containers labelled gpuops.lab=1 started with the per-distro `run`
-options of that same recipe.
+options of that same recipe, or (`up --no-systemd`) with PID 1 `sleep infinity`
+and containerd started by hand as a plain process, as in a container or on a CI
+runner where systemd is installed but not running.
 """
 
 from __future__ import annotations
@@ -52,6 +54,9 @@ MIRROR_SCHEMES = ('http://', 'https://', 'file:/')
 # systemctl is-system-running states after which waiting longer cannot help.
 BOOT_DONE = {'running', 'degraded'}
 BOOT_FAILED = {'maintenance', 'stopping'}
+# A node that systemd does not run: PID 1 and where its hand-started containerd logs.
+NO_SYSTEMD_INIT = ['sleep', 'infinity']
+CONTAINERD_LOG = '/var/log/containerd.log'
 
 _print_lock = threading.Lock()
 
@@ -351,9 +356,9 @@ def fixture_volumes(fixture: str, smi: str) -> list[str]:
     return [f'--volume={fixture}:{FIXTURE_MOUNT}:ro', f'--volume={smi}:{SMI_MOUNT}:ro']
 
 
-def node_args(recipe: dict, distro: str, fixture: Path | None) -> list[str]:
-    """The run options of a node, fixture mounts included."""
-    args = list(recipe['distro'][distro]['run'])
+def node_args(recipe: dict, distro: str, fixture: Path | None, systemd: bool = True) -> list[str]:
+    """The run options of a node, fixture mounts included; without systemd none of the distro's (they are for its boot)."""
+    args = list(recipe['distro'][distro]['run']) if systemd else ['--systemd=false']
     if fixture is not None:
         if not SMI_FIXTURE.is_file():
             raise LabError(f'{SMI_FIXTURE} is missing; a node with a fixture runs it as {SMI_MOUNT}')
@@ -394,6 +399,44 @@ def wait_booted(name: str, timeout: float) -> str:
     return state
 
 
+def containerd_pids(name: str) -> list[int]:
+    """The node's containerd processes, by /proc/PID/comm (the images have no pgrep)."""
+    out = run(['podman', 'exec', name, 'sh', '-c',
+               'for p in /proc/[0-9]*; do [ "$(cat $p/comm 2>/dev/null)" = containerd ] && echo ${p#/proc/}; done; true']).stdout
+    return [int(pid) for pid in out.split()]
+
+
+def wait_for(what: str, ready, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            raise LabError(f'{what} within {timeout:.0f}s')
+        time.sleep(0.2)
+
+
+def start_containerd(name: str, timeout: float) -> None:
+    """(Re)start containerd on a node whose PID 1 is not systemd as whoever runs such a host does: stop the running one
+    (TERM), start the program as a plain process (podman exec --detach, logging to CONTAINERD_LOG), wait for its API."""
+    for pid in containerd_pids(name):
+        run(['podman', 'exec', name, 'sh', '-c', f'kill -TERM {pid}'], check=False)
+    wait_for(f'{name}: containerd did not stop', lambda: not containerd_pids(name), timeout)
+    run(['podman', 'exec', '--detach', name, 'sh', '-c', f'exec containerd >>{CONTAINERD_LOG} 2>&1'])
+    wait_for(f'{name}: containerd did not answer (log: {CONTAINERD_LOG} on the node)',
+             lambda: containerd_version(name) not in ('not running', 'unknown'), timeout)
+
+
+def cmd_start_containerd(args: argparse.Namespace, _recipe: dict) -> int:
+    info = inspect_container(args.name)
+    if info is None or (info['Config'].get('Labels') or {}).get(LABEL) != '1':
+        raise LabError(f'{args.name}: no lab node of that name')
+    if (info['Config'].get('Labels') or {}).get(f'{LABEL}.systemd') != 'false':
+        raise LabError(f'{args.name}: systemd runs this node; restart its containerd with systemctl')
+    start = time.monotonic()
+    start_containerd(args.name, args.timeout)
+    say(f'==> {args.name}: containerd {containerd_version(args.name)} (re)started in {time.monotonic() - start:.1f}s')
+    return 0
+
+
 def cmd_up(args: argparse.Namespace, recipe: dict) -> int:
     check_distro(recipe, args.distro)
     fixture = None
@@ -405,9 +448,11 @@ def cmd_up(args: argparse.Namespace, recipe: dict) -> int:
     if not image_exists(image):
         raise LabError(f'{image} does not exist; run: {sys.argv[0]} build {args.distro}')
     want_image = image_id(image)
-    opts = node_args(recipe, args.distro, fixture)
+    systemd = not args.no_systemd
+    opts = node_args(recipe, args.distro, fixture, systemd)
+    command = [] if systemd else NO_SYSTEMD_INIT
     # The label records the options so a changed fixture or recipe restarts the node.
-    config = hashlib.sha256(json.dumps([want_image, opts]).encode()).hexdigest()[:12]
+    config = hashlib.sha256(json.dumps([want_image, opts] + ([command] if command else [])).encode()).hexdigest()[:12]
     start = time.monotonic()
     info = inspect_container(args.name)
     if info is not None:
@@ -416,14 +461,21 @@ def cmd_up(args: argparse.Namespace, recipe: dict) -> int:
             raise LabError(f'{args.name}: a container of that name exists and is not a lab node; not touching it')
         if info['State']['Running'] and labels.get(f'{LABEL}.config') == config:
             say(f'==> {args.name}: already running from {image}')
-            wait_booted(args.name, args.timeout)
+            if systemd:
+                wait_booted(args.name, args.timeout)
+            elif not containerd_pids(args.name):
+                start_containerd(args.name, args.timeout)
             return 0
         say(f'==> {args.name}: replacing (image or options changed, or not running)')
         run(['podman', 'rm', '--force', '--time', '10', args.name])
     run(['podman', 'run', '--detach', '--name', args.name, '--hostname', args.name,
          '--label', f'{LABEL}=1', '--label', f'{LABEL}.distro={args.distro}', '--label', f'{LABEL}.config={config}',
-         *opts, image])
-    state = wait_booted(args.name, args.timeout)
+         '--label', f'{LABEL}.systemd={str(systemd).lower()}', *opts, image, *command])
+    if systemd:
+        state = wait_booted(args.name, args.timeout)
+    else:
+        start_containerd(args.name, args.timeout)
+        state = f'up without systemd (PID 1: {" ".join(NO_SYSTEMD_INIT)}, containerd {containerd_version(args.name)} started by hand)'
     say(f'==> {args.name}: {args.distro} node {state} in {time.monotonic() - start:.1f}s')
     return 0
 
@@ -559,7 +611,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument('--distro', required=True)
     p.add_argument('--fixture', metavar='DIR', help=f'GPU fixture directory, mounted read-only at {FIXTURE_MOUNT}')
     p.add_argument('--timeout', type=float, default=120, help='seconds to wait for systemd (default 120)')
+    p.add_argument('--no-systemd', action='store_true',
+                   help=f'PID 1 is `{" ".join(NO_SYSTEMD_INIT)}`, not systemd; containerd runs as a plain process started by hand')
     p.set_defaults(func=cmd_up)
+    p = sub.add_parser('start-containerd', help='(re)start the containerd of a node started with up --no-systemd, by hand')
+    p.add_argument('name')
+    p.add_argument('--timeout', type=float, default=60, help='seconds to wait for containerd to stop, then to answer (default 60)')
+    p.set_defaults(func=cmd_start_containerd)
     p = sub.add_parser('down', help='remove nodes (default: every lab node)')
     p.add_argument('names', nargs='*', metavar='NAME')
     p.set_defaults(func=cmd_down)

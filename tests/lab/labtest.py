@@ -56,9 +56,10 @@ def lab_inventory(prefix):
 
 
 @contextlib.contextmanager
-def lab_nodes(tmp_path, prefix, distros, register=True):
+def lab_nodes(tmp_path, prefix, distros, register=True, systemd=True):
     """(kubeconfig, Kube): a stand-in of its own (with a Node per lab node when `register`) and the lab nodes
-    <prefix><distro> running, each served its lab fixture; all gone afterwards."""
+    <prefix><distro> running, each served its lab fixture (without `systemd`: PID 1 is not systemd, containerd runs as a
+    plain process, labctl.py up --no-systemd); all gone afterwards."""
     names = [prefix + distro for distro in distros]
     fixtures = lab_fixtures()
     standin = BackgroundStandin(nodes=names if register else ())
@@ -72,7 +73,8 @@ def lab_nodes(tmp_path, prefix, distros, register=True):
     try:
         with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
             list(pool.map(lambda distro: run(sys.executable, str(LABCTL), 'up', prefix + distro, '--distro', distro,
-                                             *(['--fixture', f'tests/fixtures/gpus/{fixtures[distro]}'] if fixtures[distro] else [])),
+                                             *(['--fixture', f'tests/fixtures/gpus/{fixtures[distro]}'] if fixtures[distro] else []),
+                                             *([] if systemd else ['--no-systemd'])),
                           distros))
         yield kubeconfig, Kube(kubeconfig)
     finally:

@@ -22,6 +22,7 @@ import re
 import time
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.systemd import NOT_BOOTED
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as device_plugin_check
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import plugin_config
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
@@ -324,6 +325,17 @@ def driver_findings(facts):
 # --- node checks: container runtime ------------------------------------------------------------
 
 _RESTART = {'containerd': 'systemctl restart containerd', 'docker': 'systemctl restart docker', 'crio': 'systemctl restart crio'}
+# Where systemd does not run the node (runtime['systemd'] false) something else runs the runtime: its process is named,
+# and whoever runs it starts or restarts it.
+
+
+def _runs_as(runtime):
+    """(the runtime's unit or, without systemd, its process, the word for its state)."""
+    return (runtime['unit'], 'active') if runtime['systemd'] else (runtime['process'] or runtime['runtime'], 'running')
+
+
+def _restart(runtime, name):
+    return 'restart it: ' + _RESTART[name] if runtime['systemd'] else 'restart %s the way this node runs it (%s)' % (name, NOT_BOOTED)
 
 
 def runtime_findings(runtime):
@@ -335,9 +347,14 @@ def runtime_findings(runtime):
                         'install the runtime the kubelet uses, or name it with container_toolkit_runtime')]
     found = []
     if runtime.get('active_state') not in (None, 'active'):
-        found.append(finding('runtime-not-running', 'error', '%s is not running (%s)' % (runtime['unit'], runtime['active_state']),
-                             ['systemctl show %s: ActiveState=%s' % (runtime['unit'], runtime['active_state'])],
-                             'systemctl start %s, then read journalctl -u %s for why it stopped' % (runtime['unit'], runtime['unit'])))
+        if runtime['systemd']:
+            found.append(finding('runtime-not-running', 'error', '%s is not running (%s)' % (runtime['unit'], runtime['active_state']),
+                                 ['systemctl show %s: ActiveState=%s' % (runtime['unit'], runtime['active_state'])],
+                                 'systemctl start %s, then read journalctl -u %s for why it stopped' % (runtime['unit'], runtime['unit'])))
+        else:
+            found.append(finding('runtime-not-running', 'error', '%s is not running' % name,
+                                 ['no %s process (%s: no unit to ask)' % (name, NOT_BOOTED)],
+                                 'start %s the way this node runs it, then read its log for why it stopped' % name))
     configured = runtime.get('configured')
     runtime_name = runtime['runtime_name']
     if configured is None:
@@ -367,16 +384,16 @@ def _reload_findings(runtime, name):
     loaded = runtime.get('loaded')
     if loaded is not None and runtime_name not in loaded:
         return [finding('runtime-not-reloaded', 'error', 'the %s runtime is configured but the running %s does not have it' % (runtime_name, name),
-                        ['running runtimes: %s' % (', '.join(sorted(loaded)) or 'none')], 'restart it: ' + _RESTART[name])]
+                        ['running runtimes: %s' % (', '.join(sorted(loaded)) or 'none')], _restart(runtime, name))]
     since = runtime.get('active_since')
     changed = runtime.get('config_files') or {}
     newest = max(changed, key=changed.get) if changed else None
     # A second of slack: the restart handler runs right after the write.
     if since is not None and newest is not None and changed[newest] > since + 1:
+        who, state = _runs_as(runtime)
         return [finding('runtime-not-reloaded', 'error', '%s changed after %s started: the running %s may not have the %s runtime'
-                        % (newest, runtime['unit'], name, runtime_name),
-                        ['%s modified %s' % (newest, utc(changed[newest])), '%s active since %s' % (runtime['unit'], utc(since))],
-                        'restart it: ' + _RESTART[name])]
+                        % (newest, who, name, runtime_name),
+                        ['%s modified %s' % (newest, utc(changed[newest])), '%s %s since %s' % (who, state, utc(since))], _restart(runtime, name))]
     return []
 
 

@@ -24,8 +24,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_detection import UNITS
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_detection import DAEMONS, UNITS
 
 # Enough of the kernel log for a boot's worth of driver messages; the runtime's recent errors.
 KERNEL_LOG_LINES = 20000
@@ -109,7 +111,7 @@ def gather_runtime(module):
     params = module.params
     runtime = params['runtime']
     facts = dict(runtime=runtime, runtime_name=params['runtime_name'], source=None, configured=None, loaded=None, error=None, binaries={},
-                 unit=UNITS.get(runtime), active_state=None, active_since=None, config_files={}, log_errors=[])
+                 unit=UNITS.get(runtime), systemd=None, process=None, active_state=None, active_since=None, config_files={}, log_errors=[])
     if not runtime:
         facts['error'] = 'no runtime given: the kubelet\'s config names none and no containerd, CRI-O or Docker service is installed'
         return facts
@@ -119,6 +121,17 @@ def gather_runtime(module):
     if binary:
         facts['binaries'][binary] = _binary_exists(module, binary)
     facts['config_files'] = dict((path, os.stat(path).st_mtime) for path in paths if path and os.path.isfile(path))
+    facts['systemd'] = init.booted(module)
+    if not facts['systemd']:
+        # Run by something else (a container's entrypoint, a supervisor): its process tells whether and since when it runs;
+        # a daemon that is not even installed is not called stopped, as systemd calls no unit that is not found inactive.
+        pids = runtime_detection.daemon_processes(runtime_detection.PROC_ROOT)[runtime]
+        if pids:
+            facts.update(process='%s process %d' % (DAEMONS[runtime], pids[0]), active_state='active',
+                         active_since=runtime_detection.process_started(runtime_detection.PROC_ROOT, pids[0]))
+        elif module.get_bin_path(DAEMONS[runtime]):
+            facts['active_state'] = 'inactive'
+        return facts
     rc, out, err = run(module, ['systemctl', 'show', facts['unit'], '--property=LoadState', '--property=ActiveState',
                                 '--property=ActiveEnterTimestampMonotonic'])
     properties = checks.systemd_properties(out) if rc == 0 else {}

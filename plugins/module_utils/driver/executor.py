@@ -17,6 +17,7 @@ import os
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import packages as driver_packages
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import plan as driver_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
@@ -50,18 +51,18 @@ def query_smi(module, configured):
 
 
 def installed_packages(module, manager):
-    """(installed names, held names) as the package manager sees them."""
+    """({installed name: version}, held names) as the package manager sees them."""
     if manager == 'apt':
-        rc, out, err = run(module, ['dpkg-query', '-W', '-f=${db:Status-Abbrev} ${Package}\\n'])
+        rc, out, err = run(module, ['dpkg-query', '-W', '-f=${db:Status-Abbrev} ${Package} ${Version}\\n'])
         if rc != 0:
             raise DriverError('cannot list the installed packages: dpkg-query %s' % _tail(rc, out, err))
         installed = driver_packages.parse_dpkg_status(out)
         rc, out, err = run(module, ['apt-mark', 'showhold'])
         return installed, set(out.split()) if rc == 0 else set()
-    rc, out, err = run(module, ['rpm', '-qa', '--qf', '%{NAME}\\n'])
+    rc, out, err = run(module, ['rpm', '-qa', '--qf', '%{NAME} %{VERSION}-%{RELEASE}\\n'])
     if rc != 0:
         raise DriverError('cannot list the installed packages: rpm %s' % _tail(rc, out, err))
-    installed = driver_packages.parse_rpm_names(out)
+    installed = driver_packages.parse_rpm_packages(out)
     # Without the versionlock plugin nothing is locked.
     rc, locks, err = run(module, ['dnf', 'versionlock', 'list'])
     return installed, driver_packages.parse_versionlock(locks) if rc == 0 else set()
@@ -108,10 +109,11 @@ def gather(module):
         initramfs=initramfs,
         record=record,
         smi=dict(binary=None, working=False, version=None, gpus=0, errors=[]),
-        installed_packages=set(),
+        installed_packages={},
         held_packages=set(),
         package_version=None,
         available_packages=set(),
+        systemd=init.booted(module),
         persistenced=dict(active=False),
     )
     paths = [os.path.join(params['validations_dir'], driver_state.DRIVER_READY),
@@ -134,9 +136,27 @@ def gather(module):
     probe = driver_packages.precompiled_modules(os_release, params['version'], facts['kernel_release']) if installing else []
     if probe and not params['packages']:
         facts['available_packages'] = apt_available(module, probe)
-    if installing and params['persistence_mode']:
+    if installing and params['persistence_mode'] and facts['systemd']:
         facts['persistenced'] = dict(active=run(module, ['systemctl', 'is-active', '--quiet', driver_plan.PERSISTENCED_UNIT])[0] == 0)
     return facts
+
+
+def simulate(module, facts, steps):
+    """({step index: {name: version, None: removed}}, warnings): what `apt-get -s` says each package step would do, for
+    check mode's diff (read-only; without -y, which would refuse to change held packages the run unholds first). dnf has
+    no such simulation: its steps show their named packages. A simulation that fails is left out, with a warning."""
+    simulated, warnings = {}, []
+    if (facts['record'].get('manager') or facts['manager']) != 'apt':
+        return simulated, warnings
+    for index in driver_plan.package_steps(steps):
+        argv = ['apt-get', '-s'] + [arg for arg in steps[index]['argv'][1:] if arg != '-y']
+        rc, out, err = run(module, argv)
+        if rc == 0:
+            simulated[index] = driver_packages.apt_simulation(out)
+        else:
+            warnings.append('%s failed (%s): the diff shows its packages without the versions the run installs (the run refreshes '
+                            'the package lists first)' % (' '.join(argv), _tail(rc, out, err)))
+    return simulated, warnings
 
 
 def check_steps(steps):
@@ -154,6 +174,7 @@ class Executor(object):
         self.facts = facts
         self.planned = planned
         self.record = dict(facts['record']) or dict(manager=facts['manager'], packages=[], installed=[], held=[], files={})
+        self.packages_before = (dict(facts['installed_packages']), set(facts['held_packages']))
         self.actions = []
         self.diff = []
         self.changed = False
@@ -192,7 +213,7 @@ class Executor(object):
         rc, out, err = run(self.module, step['argv'], timeout=commands.LONG_TIMEOUT)
         after, held = installed_packages(self.module, self.record['manager'])
         self.facts['installed_packages'], self.facts['held_packages'] = after, held
-        new = sorted(after - before)
+        new = sorted(set(after) - before)
         if new:
             self.record['installed'] = sorted(set(self.record['installed']) | set(new))
         # The driver's packages as last installed: a replaced driver's new versions (its installed names need not change).
@@ -272,3 +293,10 @@ class Executor(object):
                         validate=self.validate, record=self.record_step)
         for step in self.planned['steps']:
             handlers[step['kind']](step)
+        if self.module._diff and any(step['kind'] == 'install' or step.get('remove') or step.get('hold') or step.get('unhold')
+                                     for step in self.planned['steps']):
+            # The packages as the package manager lists them now, against the list read before the first step.
+            packages = driver_plan.package_diff(self.record['manager'], self.packages_before,
+                                                installed_packages(self.module, self.record['manager']))
+            if packages:
+                self.diff.append(packages)

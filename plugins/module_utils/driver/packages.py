@@ -8,6 +8,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.state import VERSION, DriverError, branch_of
 
 RHEL_LIKE = ('rhel', 'centos', 'rocky', 'almalinux', 'ol')
@@ -141,13 +143,14 @@ def driver_packages(os_release, version, kernel_module_type, kernel_release, per
 
 
 def parse_dpkg_status(text):
-    """Installed package names from `dpkg-query -W -f='${db:Status-Abbrev} ${Package}\\n'` (ii / hi: installed)."""
-    names = set()
+    """{name: version} of the installed packages in `dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\\n'`
+    (ii / hi: installed)."""
+    versions = {}
     for line in text.splitlines():
         fields = line.split()
-        if len(fields) == 2 and fields[0][1:2] == 'i':
-            names.add(fields[1].split(':', 1)[0])
-    return names
+        if len(fields) == 3 and fields[0][1:2] == 'i':
+            versions[fields[1].split(':', 1)[0]] = fields[2]
+    return versions
 
 
 def upstream_version(text):
@@ -157,8 +160,29 @@ def upstream_version(text):
     return version if VERSION.match(version) else None
 
 
-def parse_rpm_names(text):
-    return set(line.strip() for line in text.splitlines() if line.strip())
+def parse_rpm_packages(text):
+    """{name: version-release} of `rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\\n'`."""
+    return dict(line.split() for line in text.splitlines() if len(line.split()) == 2)
+
+
+# apt-get -s (--simulate) lines: "Inst NAME [OLD] (NEW ARCHIVE [ARCH])" for a package installed, up- or downgraded,
+# "Remv NAME [OLD]" and "Purg NAME [OLD]" for one removed.
+_SIMULATED = re.compile(r'^(Inst|Remv|Purg) (\S+)(?: \[[^\]]*\])?(?: \((\S+))?')
+
+
+def apt_simulation(text):
+    """{name: version after (None: removed)} of what `apt-get -s install|purge ...` says it would do."""
+    changes = {}
+    for line in text.splitlines():
+        match = _SIMULATED.match(line)
+        if match:
+            changes[match.group(2).split(':', 1)[0]] = match.group(3) if match.group(1) == 'Inst' else None
+    return changes
+
+
+def package_set_text(versions, held, names):
+    """One side of the package diff: 'NAME VERSION' (and ' (held)') for each of `names` that is installed, by name."""
+    return ''.join('%s %s%s\n' % (name, versions[name], ' (held)' if name in held else '') for name in sorted(names) if name in versions)
 
 
 def parse_versionlock(text):

@@ -6,10 +6,12 @@
 """The nvidia_driver planner: from the node's facts and the options, the steps to take (pure).
 
 A step is a dict with `kind`:
-  run       argv (+ `soft`: a failure is reported as needing a reboot, not fatal: loading and unloading modules)
+  run       argv (+ `soft`: a failure is reported as needing a reboot, not fatal: loading and unloading modules; `hold`,
+            `unhold`, `remove`: the packages it holds, unholds or removes)
   write     path, data (bytes): written atomically
   remove    path
-  install   argv, packages: the package manager command whose new packages are recorded for state=absent
+  install   argv, packages, names: the package manager command whose new packages are recorded for state=absent (names:
+            the package names of its specs)
   persistenced, validate: decided when they run (after the install), shown as the command they run (validate `pending`:
             a replaced driver's old module is still loaded, only the installed version is read; `path`: the driver-ready
             file it may write)
@@ -27,6 +29,7 @@ from ansible.module_utils.common.text.converters import to_bytes
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import packages as driver_packages
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.systemd import NOT_BOOTED
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.state import DriverError
 
 PERSISTENCED_UNIT = 'nvidia-persistenced.service'
@@ -117,7 +120,7 @@ def _present(facts, params, result):
     # Headers first: when the running kernel has none, nothing else is changed.
     if packages['headers'] and packages['headers'] not in installed:
         steps.append(dict(kind='install', argv=commands['install'] + [packages['headers']], packages=[packages['headers']],
-                          headers=True))
+                          names=[packages['headers']], headers=True))
     if params['blacklist_nouveau']:
         path = os.path.join(params['modprobe_dir'], BLACKLIST_FILE)
         data = to_bytes(driver_state.blacklist_text())
@@ -134,13 +137,13 @@ def _present(facts, params, result):
         # Held packages cannot be changed; they are held again below.
         unhold = [name for name in facts['record'].get('held', []) if name in held]
         if unhold:
-            steps.append(dict(kind='run', argv=commands['unhold'] + unhold))
+            steps.append(dict(kind='run', argv=commands['unhold'] + unhold, unhold=unhold))
             held = held - set(unhold)
         if 'switch' in commands and packages['install'][0].startswith('@'):
             steps.append(dict(kind='run', argv=commands['switch'] + [packages['install'][0][1:]]))
     if replace or any(name not in installed for name in packages['names']):
         steps.append(dict(kind='install', argv=commands['replace' if replace else 'install'] + packages['install'],
-                          packages=packages['install']))
+                          packages=packages['install'], names=packages['names']))
     to_hold = [name for name in packages['names'] if name not in held]
     if params['hold'] and to_hold:
         steps.append(dict(kind='run', argv=commands['hold'] + to_hold, hold=to_hold))
@@ -155,7 +158,11 @@ def _present(facts, params, result):
     elif not loaded:
         result['reboot_required'] = True  # nothing here loads the driver: it starts with the next boot
     if params['persistence_mode'] and not facts['persistenced']['active']:
-        steps.append(dict(kind='persistenced', argv=['systemctl', 'enable', '--now', PERSISTENCED_UNIT]))
+        if facts['systemd']:
+            steps.append(dict(kind='persistenced', argv=['systemctl', 'enable', '--now', PERSISTENCED_UNIT]))
+        else:
+            result['warnings'].append('%s: nvidia-persistenced is neither enabled nor started (persistence_mode); run it the way this '
+                                      'node runs its services' % NOT_BOOTED)
     if pending:
         result['reboot_required'] = True
         result['warnings'].append('the driver packages change from %s to the requested version %s; the loaded kernel module stays %s '
@@ -183,10 +190,10 @@ def _absent(facts, params, result):
     steps = []
     held = [name for name in record.get('held', []) if name in facts['held_packages']]
     if held:
-        steps.append(dict(kind='run', argv=commands['unhold'] + held))
+        steps.append(dict(kind='run', argv=commands['unhold'] + held, unhold=held))
     ours = [name for name in record.get('installed', []) if name in facts['installed_packages']]
     if ours:
-        steps.append(dict(kind='run', argv=commands['remove'] + ours))
+        steps.append(dict(kind='run', argv=commands['remove'] + ours, remove=ours))
     loaded = [name for name in driver_state.UNLOAD_ORDER if name in facts['modules']]
     if loaded:
         steps.append(dict(kind='run', argv=['modprobe', '-r'] + loaded, soft=True))
@@ -212,10 +219,56 @@ def check_packages(packages):
             raise DriverError('packages: %r is not a package name (no spaces, no leading -)' % spec)
 
 
-def preview_diff(facts, steps):
-    """The diff of the files the steps write or remove, for check mode."""
-    return [files.diff_entry(step['path'], facts['files'].get(step['path']), step.get('data'))
+# A package the run installs whose version only the package manager picks then (no simulation, or one that failed).
+UNKNOWN_VERSION = '(version picked by the run)'
+
+
+def package_steps(steps):
+    """The indexes of the steps that install or remove packages (the ones check mode simulates)."""
+    return [index for index, step in enumerate(steps) if step['kind'] == 'install' or step.get('remove')]
+
+
+def predicted_packages(facts, steps, simulated):
+    """(versions, held) of the node's packages after the steps, as check mode predicts them. `simulated` maps a package
+    step's index to what the package manager's simulation says ({name: version, None: removed}); a step without one
+    installs its packages at their pin (else UNKNOWN_VERSION), or removes the packages it names."""
+    versions, held = dict(facts['installed_packages']), set(facts['held_packages'])
+    for index, step in enumerate(steps):
+        held = (held | set(step.get('hold', ()))) - set(step.get('unhold', ()))
+        changes = simulated.get(index)
+        if changes is None and step['kind'] == 'install':
+            pins = dict((driver_packages.package_name(spec), spec.split('=', 1)[1]) for spec in step['packages'] if '=' in spec)
+            changes = dict((name, pins.get(name, UNKNOWN_VERSION)) for name in step['names'])
+        elif changes is None:
+            changes = dict.fromkeys(step.get('remove', ()))
+        for name, version in changes.items():
+            if version is None:
+                versions.pop(name, None)
+                held.discard(name)
+            else:
+                versions[name] = version
+    return versions, held
+
+
+def package_diff(manager, before, after):
+    """The diff entry of the packages whose version or hold differs between `before` and `after` ((versions, held) each),
+    or None when none does."""
+    (old, old_held), (new, new_held) = before, after
+    names = [name for name in set(old) | set(new) if (old.get(name), name in old_held) != (new.get(name), name in new_held)]
+    if not names:
+        return None
+    header = 'packages (%s)' % manager
+    return dict(before_header=header, after_header=header, before=driver_packages.package_set_text(old, old_held, names),
+                after=driver_packages.package_set_text(new, new_held, names))
+
+
+def preview_diff(facts, steps, simulated):
+    """The diff of the files the steps write or remove and of the packages they change, for check mode."""
+    diff = [files.diff_entry(step['path'], facts['files'].get(step['path']), step.get('data'))
             for step in steps if step['kind'] in ('write', 'remove') and step['path'] in facts['files']]
+    packages = package_diff(facts['record'].get('manager') or facts['manager'], (facts['installed_packages'], facts['held_packages']),
+                            predicted_packages(facts, steps, simulated))
+    return diff + ([packages] if packages else [])
 
 
 def plan(facts, params):

@@ -17,7 +17,8 @@ import re
 from ansible.module_utils.common.text.converters import to_text
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import NOT_INSTALLED, run
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
 
 # Socket name in the kubelet's --container-runtime-endpoint / containerRuntimeEndpoint -> runtime.
 SOCKETS = {
@@ -29,9 +30,11 @@ SOCKETS = {
 # Runtime -> systemd unit, in the order tried when no kubelet config names one: containerd first,
 # since Docker's packages pull containerd in too.
 UNITS = {'containerd': 'containerd.service', 'crio': 'crio.service', 'docker': 'docker.service'}
-# Runtime -> its default socket and its daemon: on a node without systemd these show that the runtime is there.
+# Runtime -> its default socket and its daemon (the program name /proc/PID/comm shows): on a node that systemd does
+# not run these show that the runtime is there.
 RUNTIME_SOCKETS = {'containerd': '/run/containerd/containerd.sock', 'crio': '/var/run/crio/crio.sock', 'docker': '/var/run/docker.sock'}
 DAEMONS = {'containerd': 'containerd', 'crio': 'crio', 'docker': 'dockerd'}
+PROC_ROOT = '/proc'
 KUBELET_FILES = ['/var/lib/kubelet/config.yaml', '/var/lib/kubelet/kubeadm-flags.env', '/etc/default/kubelet']
 KUBELET_FILE_LIMIT = 1024 * 1024
 _SOCKET = re.compile(r'[a-z-]+\.sock\b')
@@ -60,9 +63,45 @@ def installed(service):
     return (service or {}).get('load_state') not in (None, '', 'not-found')
 
 
+def daemon_processes(proc_root):
+    """{runtime: [pid, ...]} of the runtimes' daemons running on the node, told by /proc/PID/comm."""
+    names = dict((daemon, runtime) for runtime, daemon in DAEMONS.items())
+    found = dict((runtime, []) for runtime in DAEMONS)
+    try:
+        entries = os.listdir(proc_root)
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(os.path.join(proc_root, entry, 'comm'), 'rb') as handle:
+                name = to_text(handle.read(), errors='surrogate_or_replace').strip()
+        except (IOError, OSError):
+            continue  # a process that ended meanwhile
+        if name in names:
+            found[names[name]].append(int(entry))
+    return dict((runtime, sorted(pids)) for runtime, pids in found.items())
+
+
+def process_started(proc_root, pid):
+    """When process `pid` started, in seconds since the epoch (/proc/stat btime plus /proc/PID/stat starttime, field 22,
+    in clock ticks since boot); None when either cannot be read."""
+    try:
+        with open(os.path.join(proc_root, 'stat'), 'rb') as handle:
+            boot = next(int(line.split()[1]) for line in handle.read().decode('ascii', 'replace').splitlines() if line.startswith('btime '))
+        with open(os.path.join(proc_root, str(pid), 'stat'), 'rb') as handle:
+            # The program name (field 2) is in parentheses and may hold spaces: count the fields after its closing one.
+            fields = handle.read().decode('ascii', 'replace').rsplit(')', 1)[1].split()
+        return boot + int(fields[19]) / float(os.sysconf('SC_CLK_TCK'))
+    except (IOError, OSError, StopIteration, IndexError, ValueError):
+        return None
+
+
 def pick_runtime(socket, services, present=()):
     """The runtime the kubelet names, else (no kubelet configuration yet) the first installed runtime service or, where
-    no systemd can be asked, the first of `present` (runtimes whose socket or daemon the node has), else None.
+    systemd does not run the node, the first of `present` (runtimes whose daemon runs, or whose socket or daemon
+    program the node has), else None.
 
     A socket of another runtime (podman.sock) is None too: the installed containerd is then not the kubelet's runtime.
     """
@@ -115,17 +154,20 @@ def gather(module):
             module.warn('%s; it is skipped' % exc)
     socket = kubelet_socket(texts)
 
-    rc, out, err = run(module, ['systemctl', 'show', '--property=Id,LoadState,ActiveState'] + list(UNITS.values()))
-    # A node without systemd (a container host, a minimal image): the services' state is unknown (null), and the
-    # runtime is told by its socket or its daemon instead.
-    systemd = rc != NOT_INSTALLED
-    if systemd and rc != 0:
-        module.fail_json(msg='systemctl show failed (rc=%d): %s' % (rc, (err or out).strip()))
-    units = systemd_units(out) if systemd else {}
+    # A node that systemd does not run (a container, a CI runner, a minimal image; systemctl may be installed all the
+    # same): the services' state is unknown (null), and the runtime is told by its daemon or its socket instead.
+    systemd = init.booted(module)
+    units = {}
+    if systemd:
+        rc, out, err = run(module, ['systemctl', 'show', '--property=Id,LoadState,ActiveState'] + list(UNITS.values()))
+        if rc != 0:
+            module.fail_json(msg='systemctl show failed (rc=%d): %s' % (rc, (err or out).strip()))
+        units = systemd_units(out)
     services = dict((runtime, dict(unit=unit, **units.get(unit, dict(load_state=None, active_state=None))))
                     for runtime, unit in UNITS.items())
-    present = () if systemd else [runtime for runtime in UNITS
-                                  if os.path.exists(RUNTIME_SOCKETS[runtime]) or module.get_bin_path(DAEMONS[runtime])]
+    processes = daemon_processes(PROC_ROOT)
+    present = () if systemd else [runtime for runtime in UNITS if processes[runtime] or os.path.exists(RUNTIME_SOCKETS[runtime])
+                                  or module.get_bin_path(DAEMONS[runtime])]
 
     binary = params['runtime_binary']
     return dict(
@@ -133,6 +175,7 @@ def gather(module):
         kubelet_socket=socket,
         systemd=systemd,
         services=services,
+        processes=processes,
         runtime_binary=binary,
         runtime_binary_exists=os.path.exists(binary) if binary else None,
         packages=package_versions(module, params['packages']),

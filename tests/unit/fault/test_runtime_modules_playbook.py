@@ -357,4 +357,5 @@ def test_a_kubelet_on_another_runtimes_socket_is_not_given_the_installed_contain
     found = node.results['podman']
     outcome(found, failed=False)
     assert (found['runtime'], found['kubelet_socket']) == (None, 'podman.sock')
-    assert found['services']['containerd']['active_state'] == 'active'
+    # The fake systemctl is asked only where systemd runs the machine running the tests (else the services are unknown).
+    assert found['services']['containerd']['active_state'] == ('active' if found['systemd'] else None)

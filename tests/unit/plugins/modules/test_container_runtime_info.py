@@ -4,7 +4,7 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """container_runtime_info with the node's commands replaced by scripts on PATH that print the lab's real outputs
-and record how they were called."""
+and record how they were called; systemd's boot directory and /proc are the test's own (`booted`, `proc`)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -12,11 +12,35 @@ __metaclass__ = type
 import pytest
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 from ansible_collections.gpuops.gpu_operator.plugins.modules import container_runtime_info
 from tests.module_runner import run_module
 from tests.unit.plugins.module_utils.toolkit.test_runtime_detection import DPKG_INSTALLED, KUBEADM_FLAGS, SYSTEMCTL_SID
 from tests.unit.plugins.modules.test_gpu_node_doctor import node, script  # noqa: F401 pylint: disable=unused-import
+
+
+# What systemctl prints where it is installed but systemd is not PID 1 (rc 1), verbatim from this project's CI host
+# (systemctl 252, PID 1 another program), 2026-11-27.
+NOT_BOOTED = "System has not been booted with systemd as init system (PID 1). Can't operate.\nFailed to connect to bus: Host is down\n"
+
+
+@pytest.fixture(autouse=True)
+def booted(tmp_path, monkeypatch):
+    """systemd runs the node (its boot directory exists) unless a test removes the directory; /proc is an empty one."""
+    directory = tmp_path / 'run-systemd-system'
+    directory.mkdir()
+    monkeypatch.setattr(systemd, 'BOOTED_DIR', str(directory))
+    (tmp_path / 'proc').mkdir()
+    monkeypatch.setattr(runtime_detection, 'PROC_ROOT', str(tmp_path / 'proc'))
+    return directory
+
+
+def proc(node, **programs):
+    """Running processes: pid -> program name, as /proc/PID/comm shows it."""
+    for pid, name in programs.items():
+        (node / 'proc' / pid.lstrip('p')).mkdir()
+        (node / 'proc' / pid.lstrip('p') / 'comm').write_text(name + '\n')
 
 
 def commands(node, systemctl=SYSTEMCTL_SID, dpkg=DPKG_INSTALLED, dpkg_rc=1):
@@ -39,6 +63,7 @@ def test_no_kubelet_config_picks_the_installed_service(capsys, node):
     assert result['services']['containerd'] == dict(unit='containerd.service', load_state='loaded', active_state='active')
     assert result['services']['docker']['load_state'] == 'not-found'
     assert result['runtime_binary_exists'] is False
+    assert result['processes'] == {'containerd': [], 'crio': [], 'docker': []}
     # dpkg-query exits 1 when one of them is not installed: the others still count.
     assert result['packages'] == {'containerd': '1.6.20~ds1-1+deb12u3', 'runc': '1.1.5+ds1-1+deb12u1', 'python3-tomlkit': None}
     assert (node / 'calls.log').read_text() == (
@@ -79,21 +104,31 @@ def test_systemctl_failing_fails_the_module(capsys, node):
     assert 'Failed to connect to bus' in result['msg']
 
 
-@pytest.mark.parametrize('kubelet, daemon, socket, expected', [
+@pytest.mark.parametrize('kubelet, daemon, socket, running, expected', [
     # The kubelet's flags name the runtime, as on a node with systemd.
-    (KUBEADM_FLAGS, None, None, 'crio'),
-    # No kubelet configuration yet: the runtime whose daemon is on PATH, or whose socket exists.
-    (None, 'dockerd', None, 'docker'),
-    (None, 'containerd', None, 'containerd'),
-    (None, None, 'crio', 'crio'),
-    (None, None, None, None),
+    (KUBEADM_FLAGS, None, None, {}, 'crio'),
+    # No kubelet configuration yet: the runtime whose daemon runs, whose socket exists or whose daemon is on PATH.
+    (None, None, None, {'p812': 'containerd'}, 'containerd'),
+    (None, None, None, {'p77': 'dockerd', 'p90': 'containerd-shim'}, 'docker'),
+    (None, 'dockerd', None, {}, 'docker'),
+    (None, 'containerd', None, {}, 'containerd'),
+    (None, None, 'crio', {}, 'crio'),
+    (None, None, None, {'p1': 'sleep', 'p5': 'crio-conmon'}, None),
 ])
-def test_without_systemctl_the_services_are_unknown_and_the_runtime_still_found(
-        capsys, monkeypatch, node, kubelet, daemon, socket, expected):
+@pytest.mark.parametrize('init', ['no systemctl', 'systemd not PID 1'])
+def test_without_systemd_the_services_are_unknown_and_the_runtime_still_found(
+        capsys, monkeypatch, node, booted, init, kubelet, daemon, socket, running, expected):
     """tests/fixtures/gpus/h100-x1/module-results/container_runtime_info-node.json: on that real host (no systemctl)
-    the module failed and stopped the toolkit stage."""
+    the module failed and stopped the toolkit stage. Where systemctl is installed but systemd is not PID 1 (a container,
+    a CI runner) it failed too, with systemctl's NOT_BOOTED: systemctl is not asked there."""
     commands(node)
-    (node / 'bin' / 'systemctl').unlink()
+    booted.rmdir()
+    if init == 'no systemctl':
+        (node / 'bin' / 'systemctl').unlink()
+    else:
+        commands(node, systemctl=NOT_BOOTED)
+        script(node / 'bin', 'systemctl', 'echo "systemctl $*" >> %s\n/bin/cat %s >&2\nexit 1\n'
+               % (node / 'calls.log', node / 'systemctl.out'))
     if kubelet:
         (node / 'kubeadm-flags.env').write_text(kubelet)
     if daemon:
@@ -102,12 +137,17 @@ def test_without_systemctl_the_services_are_unknown_and_the_runtime_still_found(
     monkeypatch.setattr(runtime_detection, 'RUNTIME_SOCKETS', sockets)
     if socket:
         (node / (socket + '.sock')).write_text('')
+    proc(node, **running)
     result = run(capsys, node, packages=['containerd'])
     assert result['systemd'] is False
     assert result['runtime'] == expected
     assert result['services'] == dict((runtime, dict(unit=unit, load_state=None, active_state=None))
                                       for runtime, unit in runtime_detection.UNITS.items())
+    pids = dict((runtime, sorted(int(pid[1:]) for pid, name in running.items() if name == runtime_detection.DAEMONS[runtime]))
+                for runtime in runtime_detection.DAEMONS)
+    assert result['processes'] == pids
     assert result['packages'] == {'containerd': '1.6.20~ds1-1+deb12u3'}, 'the rest of the node is read as before'
+    assert 'systemctl' not in (node / 'calls.log').read_text()
 
 
 def test_rpm_when_there_is_no_dpkg(capsys, node):

@@ -4,7 +4,8 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 
 """The gpu_node_doctor module on the captured fixtures, with the node's commands replaced by scripts on PATH
-that print real containerd output (doctor_data/) and record how they were called."""
+that print real containerd output (doctor_data/) and record how they were called; systemd's boot directory and /proc
+are the test's own (systemd runs the node, no runtime process, unless a test says otherwise)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -17,10 +18,13 @@ import time
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 from ansible_collections.gpuops.gpu_operator.plugins.modules import gpu_node_doctor
 from tests.module_runner import run_module
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR
+from tests.unit.plugins.module_utils.toolkit.test_runtime_detection import BTIME, CONTAINERD_STAT, fake_proc
 
 DATA = os.path.join(os.path.dirname(__file__), '..', 'module_utils', 'doctor', 'doctor_data')
 BINARY_NAME = 'nvidia-container-runtime'
@@ -46,6 +50,10 @@ def node(tmp_path, monkeypatch):
     monkeypatch.setenv('PATH', str(bin_dir))
     # get_bin_path also looks in the sbin directories: keep the real ones out of the way.
     monkeypatch.setattr('ansible.module_utils.basic.get_bin_path', _only_in(bin_dir))
+    (tmp_path / 'run-systemd-system').mkdir(exist_ok=True)
+    monkeypatch.setattr(systemd, 'BOOTED_DIR', str(tmp_path / 'run-systemd-system'))
+    (tmp_path / 'proc').mkdir(exist_ok=True)
+    monkeypatch.setattr(runtime_detection, 'PROC_ROOT', str(tmp_path / 'proc'))
     return tmp_path
 
 
@@ -124,6 +132,40 @@ def test_runtime_not_restarted_since_the_config_changed(capsys, monkeypatch, nod
     assert found['summary'].startswith('%s changed after containerd.service started' % (node / 'config.toml'))
 
 
+@pytest.mark.parametrize('running, changed, expected', [
+    # containerd started by hand (tests/lab/labctl.py up --no-systemd), its config changed 100 s later or 100 s before.
+    ({6: ('containerd', CONTAINERD_STAT)}, 100, [('runtime-not-reloaded', 'error')]),
+    ({6: ('containerd', CONTAINERD_STAT)}, -100, []),
+    # No containerd process, while the containerd program is there: not running.
+    ({1: ('sleep', None)}, -100, [('runtime-not-running', 'error')]),
+])
+def test_without_systemd_the_runtime_process_is_read(capsys, monkeypatch, node, running, changed, expected):
+    """Where systemd is not PID 1, systemctl fails (as it does there, rc 1) and is not asked: the runtime's process says
+    whether and since when containerd runs; the fixes name no systemctl."""
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    script(node / 'bin', BINARY_NAME, 'exit 0\n')
+    (node / 'run-systemd-system').rmdir()
+    script(node / 'bin', 'systemctl', 'echo "systemctl $*" >> %s\necho "System has not been booted with systemd as init system (PID 1). '
+           'Can\'t operate." >&2\nexit 1\n' % (node / 'calls.log'))
+    (node / 'proc').rmdir()
+    fake_proc(node / 'proc', running)
+    started = 1795755156 + 879.47  # BTIME and CONTAINERD_STAT's start time
+    assert 'btime 1795755156' in BTIME
+    (node / 'config.toml').write_text('version = 2\n')
+    os.utime(str(node / 'config.toml'), (started + changed,) * 2)
+    result = run(capsys, monkeypatch, node, runtime='containerd')
+    status = result['facts']['runtime_status']
+    assert checks(result)[:len(expected)] == expected and ('runtime-not-reloaded', 'error') not in checks(result)[len(expected):]
+    assert status['systemd'] is False
+    if 6 in running:
+        assert (status['process'], status['active_state'], status['active_since']) == ('containerd process 6', 'active', pytest.approx(started))
+    else:
+        assert (status['process'], status['active_state'], status['active_since']) == (None, 'inactive', None)
+    assert not any('systemctl' in item['fix'] for item in result['findings'])
+    calls = (node / 'calls.log').read_text()
+    assert 'systemctl' not in calls and 'journalctl -u' not in calls
+
+
 def test_runtime_not_configured(capsys, monkeypatch, node):
     containerd(node, 'containerd-1.7-debian.toml')
     result = run(capsys, monkeypatch, node, runtime='containerd')
@@ -188,6 +230,9 @@ def test_agrees_with_the_run_on_a_real_h200(capsys, monkeypatch, node, name, arg
     # Where the binaries and sockets are differs between that host and this test's stand-ins.
     for facts in (result['facts'], real['facts']):
         del facts['nvidia_smi'], facts['device_plugin_sockets']
+    # Returned since that run (whether systemd runs the node, else the runtime's process): not in its output.
+    assert (result['facts']['runtime_status'].pop('systemd'), result['facts']['runtime_status'].pop('process')) == (
+        None if name == 'no-runtime' else True, None)
     assert result['facts'] == real['facts']
 
 

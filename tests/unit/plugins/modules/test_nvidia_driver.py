@@ -21,9 +21,11 @@ import pytest
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nvidia_driver
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import drift_report
 from tests.module_runner import run_module
 from tests.unit.plugins.module_utils.driver.test_driver_state import MULTI_GPU_IDS, multi_gpu_sysfs
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR
@@ -48,7 +50,8 @@ class FakeNode(object):
         self.modprobe_error = modprobe_error
         self.install_rc = install_rc
         self.installed = {'bash', 'linux-headers-6.1.0-28-amd64'}
-        self.versions = {}
+        # bookworm's versions of the two (constructed node; the driver packages get CANDIDATES' when installed).
+        self.versions = {'bash': '5.2.15-2+b7', 'linux-headers-6.1.0-28-amd64': '6.1.119-1'}
         self.held = set()
         self.enabled = set()
         self.calls = []
@@ -69,7 +72,8 @@ class FakeNode(object):
     def dpkg_query(self, args):
         if args[1] == '-f=${Version}':
             return (0, self.versions[args[2]], '') if args[2] in self.installed else (1, '', 'dpkg-query: no packages found')
-        return 0, ''.join('ii  %s\n' % name for name in sorted(self.installed)), ''
+        assert args[1] == '-f=${db:Status-Abbrev} ${Package} ${Version}\\n', args
+        return 0, ''.join('%si  %s %s\n' % ('h' if name in self.held else 'i', name, self.versions[name]) for name in sorted(self.installed)), ''
 
     def apt_cache(self, args):
         # apt-cache policy's format (see test_driver_packages.test_apt_candidates); unknown names print nothing.
@@ -84,18 +88,28 @@ class FakeNode(object):
         return 0, '', ''
 
     def apt_get(self, args):
+        simulate = args[0] == '-s'
+        args = args[1:] if simulate else args
         specs = [spec for spec in args if not spec.startswith('-') and spec not in ('install', 'purge')]
         names = [spec.split('=')[0] for spec in specs]
         if args[0] == 'purge':
+            if simulate:
+                # apt-get -s's lines, as bookworm's apt 2.6 prints them (tests/unit/plugins/module_utils/driver/driver_data).
+                return 0, ''.join('Purg %s [%s]\n' % (name, self.versions[name]) for name in names if name in self.installed), ''
             self.installed.difference_update(names)
             return 0, '', ''
         if self.install_rc:
             return self.install_rc, '', 'E: Unable to locate package %s' % names[0]
-        if self.held & set(names):
+        if self.held & set(names) and '-y' in args:
             return 100, '', 'E: Held packages were changed and -y was used without --allow-change-held-packages.'
-        self.installed.update(names + DEPENDENCIES)
-        for spec in specs:
-            self.versions[spec.split('=')[0]] = CANDIDATES[spec.split('=')[1].split('.')[0] if '=' in spec else '']
+        versions = dict((spec.split('=')[0], CANDIDATES[spec.split('=')[1].split('.')[0] if '=' in spec else '']) for spec in specs)
+        versions.update((name, versions[names[-1]]) for name in DEPENDENCIES if name not in self.installed)
+        if simulate:
+            return 0, ''.join('Inst %s %s(%s Debian:12.15/oldstable [amd64])\n' % (
+                name, '[%s] ' % self.versions[name] if name in self.installed else '', version)
+                for name, version in sorted(versions.items()) if self.versions.get(name) != version or name not in self.installed), ''
+        self.installed.update(versions)
+        self.versions.update(versions)
         if 'nvidia-driver' in names and not self.modprobe_error:
             self.smi_fixture = self.driver_fixture
         return 0, '', ''
@@ -115,6 +129,9 @@ class FakeNode(object):
         return 0, '', ''
 
     def systemctl(self, args):
+        if not os.path.isdir(systemd.BOOTED_DIR):
+            # systemd is not PID 1: what systemctl 252 prints there, verbatim (tests/unit/plugins/modules/test_container_runtime_info.py).
+            return 1, '', "System has not been booted with systemd as init system (PID 1). Can't operate.\nFailed to connect to bus: Host is down\n"
         if args[0] == 'is-active':
             return (0 if args[-1] in self.enabled else 3), '', ''
         if args[0] == 'enable':
@@ -125,10 +142,13 @@ class FakeNode(object):
 
 
 @pytest.fixture
-def node(monkeypatch):
+def node(monkeypatch, tmp_path):
     fake = FakeNode()
     monkeypatch.setattr(AnsibleModule, 'run_command', fake.run_command)
     monkeypatch.setattr(AnsibleModule, 'get_bin_path', lambda self, name, *args, **kwargs: '/usr/bin/' + name if name in fake.tools else None)
+    # systemd runs the node unless a test removes its boot directory.
+    (tmp_path / 'run-systemd-system').mkdir()
+    monkeypatch.setattr(systemd, 'BOOTED_DIR', str(tmp_path / 'run-systemd-system'))
     return fake
 
 
@@ -220,6 +240,20 @@ def test_check_mode_runs_nothing_that_changes_the_node(capsys, node, paths):
     assert os.listdir(paths['modprobe_dir']) == [] and not os.path.exists(paths['record_file'])
 
 
+@pytest.mark.parametrize('check_mode', [True, False])
+def test_without_systemd_persistenced_is_not_enabled_and_the_run_says_so(capsys, node, paths, warnings, check_mode):
+    """systemctl is installed and systemd is not PID 1 (a container, a CI runner): check mode does not promise the
+    `systemctl enable` the run cannot do, and the run says that nvidia-persistenced is left to the node, instead of
+    skipping it without a word."""
+    os.rmdir(systemd.BOOTED_DIR)
+    result = run(capsys, paths, 't4', _ansible_check_mode=check_mode)
+    assert result['changed'] is True and result['systemd'] is False
+    assert not any('systemctl' in action for action in result['actions'])
+    assert not any(call[0] == 'systemctl' for call in node.calls)
+    assert ('systemd is not PID 1 on this node: nvidia-persistenced is neither enabled nor started (persistence_mode); '
+            'run it the way this node runs its services') in warnings
+
+
 @pytest.mark.parametrize('precompiled', [True, False])
 def test_ubuntu_precompiled_modules_are_probed_in_check_mode(capsys, node, paths, precompiled):
     # Ubuntu 24.04 (the H200 capture host's os-release) on a constructed kernel release in Ubuntu's ABI naming.
@@ -268,6 +302,7 @@ def test_install_validate_then_absent(capsys, node, paths, warnings):
     assert [call[0] for call in node.calls] == []  # a working driver: only nvidia-smi ran
 
     node.installed.add('nvidia-settings')  # installed later by someone else: not removed
+    node.versions['nvidia-settings'] = '535.171.04-1'
     gone = run(capsys, paths, 't4', state='absent')
     assert gone['changed'] is True and gone['packages'] == sorted(DEBIAN_PACKAGES + DEPENDENCIES)
     assert node.installed == {'bash', 'linux-headers-6.1.0-28-amd64', 'nvidia-settings'} and node.held == set()
@@ -276,6 +311,51 @@ def test_install_validate_then_absent(capsys, node, paths, warnings):
     assert 'modprobe -r nvidia_modeset nvidia_uvm nvidia' in gone['actions'] and read(node.proc_modules) == ''
     assert gone['driver']['source'] == 'none' and gone['driver']['loaded'] is False and gone['deploy_driver_label'] == 'false'
     assert run(capsys, paths, 't4', state='absent')['changed'] is False
+
+
+# What the fake node's apt installs for the Debian driver: the four packages (held) and their dependencies, all at
+# CANDIDATES[''].
+PACKAGES_INSTALLED = ''.join('%s 535.261.03-1%s\n' % (name, ' (held)' if name in DEBIAN_PACKAGES else '')
+                             for name in sorted(DEBIAN_PACKAGES + DEPENDENCIES))
+PACKAGES_HEADER = 'packages (apt)'
+
+
+def test_diff_is_the_packages_and_files_the_run_changes_in_check_mode_too(capsys, node, paths):
+    """--check --diff shows what the run then changes: the blacklist and each package it installs (apt-get -s: the
+    dependencies too) with its version and hold; absent the packages it removes. The drift report shows that diff for the
+    driver stage, not "(no diff)"."""
+    node.proc_modules = os.path.join(paths['procfs_root'], 'modules')
+    blacklist = os.path.join(paths['modprobe_dir'], 'blacklist-nouveau.conf')
+    check = run(capsys, paths, 't4', _ansible_check_mode=True, _ansible_diff=True)
+    assert not any(call[:2] == ['apt-get', 'install'] for call in node.calls) and os.listdir(paths['modprobe_dir']) == []
+    packages = dict(before_header=PACKAGES_HEADER, after_header=PACKAGES_HEADER, before='', after=PACKAGES_INSTALLED)
+    assert [entry['after_header'] for entry in check['diff']] == [blacklist, PACKAGES_HEADER] and check['diff'][1] == packages
+    real = run(capsys, paths, 't4', _ansible_diff=True)
+    # The run's diff: the same, and driver-ready, which only the run knows it writes (nvidia-smi works after the install).
+    assert [entry['after_header'] for entry in real['diff']] == [blacklist, os.path.join(paths['validations_dir'], 'driver-ready'), PACKAGES_HEADER]
+    assert real['diff'][0] == check['diff'][0] and real['diff'][2] == packages
+
+    report = drift_report.text(drift_report.build(
+        [drift_report.event('node', 'nvidia_driver', 'Install, hold and load the driver, or validate the one there', 'ok', check, True)],
+        {'node': {}}, set(), True, True, 'site.yml', 'now'))
+    assert '(no diff)' not in '\n'.join(report)
+    assert '    +++ after: %s' % PACKAGES_HEADER in report and '    +nvidia-smi 535.261.03-1 (held)' in report, report
+
+    gone = dict(packages, before=PACKAGES_INSTALLED, after='')
+    check = run(capsys, paths, 't4', state='absent', _ansible_check_mode=True, _ansible_diff=True)
+    assert check['diff'][-1] == gone and node.installed >= set(DEBIAN_PACKAGES)
+    assert run(capsys, paths, 't4', state='absent', _ansible_diff=True)['diff'][-1] == gone
+
+
+def test_a_simulation_that_fails_shows_the_packages_the_run_names(capsys, node, paths, warnings):
+    """apt cannot find the packages (lists not refreshed yet, as on a fresh node): check mode warns and shows the packages
+    the run installs, without versions."""
+    node.install_rc = 100
+    check = run(capsys, paths, 't4', _ansible_check_mode=True, _ansible_diff=True)
+    assert check['diff'][-1]['after'] == ''.join('%s (version picked by the run) (held)\n' % name for name in sorted(DEBIAN_PACKAGES))
+    assert ['apt-get -s install --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced failed (rc=100: '
+            'E: Unable to locate package nvidia-driver): the diff shows its packages without the versions the run installs (the run '
+            'refreshes the package lists first)'] == [warning for warning in warnings if 'apt-get -s' in warning]
 
 
 def test_absent_restores_a_changed_file_byte_for_byte(capsys, node, paths):

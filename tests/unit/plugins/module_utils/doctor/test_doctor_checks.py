@@ -236,8 +236,8 @@ BINARY = '/usr/bin/nvidia-container-runtime'
 
 def runtime(**changes):
     facts = dict(runtime='containerd', runtime_name='nvidia', source='containerd config dump', configured={'nvidia': BINARY, 'runc': None},
-                 loaded=None, error=None, binaries={BINARY: True}, unit='containerd.service', active_state='active', active_since=2000.0,
-                 config_files={'/etc/containerd/config.toml': 1000.0}, log_errors=[])
+                 loaded=None, error=None, binaries={BINARY: True}, unit='containerd.service', systemd=True, process=None, active_state='active',
+                 active_since=2000.0, config_files={'/etc/containerd/config.toml': 1000.0}, log_errors=[])
     facts.update(changes)
     return facts
 
@@ -257,6 +257,12 @@ def runtime(**changes):
     (runtime(runtime='docker', unit='docker.service', source='/etc/docker/daemon.json', loaded={'runc': 'runc'}), [('runtime-not-reloaded', 'error')]),
     (runtime(runtime='docker', unit='docker.service', source='/etc/docker/daemon.json', loaded={'runc': 'runc', 'nvidia': BINARY}), []),
     (runtime(log_errors=['level=error msg="no runtime for \\"nvidia\\" is configured"']), [('runtime-log-errors', 'warning')]),
+    # systemd is not PID 1: the runtime's process says whether and since when it runs.
+    (runtime(systemd=False, process='containerd process 6'), []),
+    (runtime(systemd=False, process='containerd process 6', config_files={'/etc/containerd/config.toml': 2500.0}),
+     [('runtime-not-reloaded', 'error')]),
+    (runtime(systemd=False, active_state='inactive', active_since=None), [('runtime-not-running', 'error')]),
+    (runtime(systemd=False, active_state=None, active_since=None), []),
 ])
 def test_runtime_findings(facts, expected):
     assert checks_of(checks.runtime_findings(facts)) == expected
@@ -273,6 +279,20 @@ def test_not_reloaded_names_the_newest_file_and_the_restart():
     assert found['summary'].startswith('/etc/containerd/conf.d/99-nvidia.toml changed after containerd.service started')
     assert found['evidence'] == ['/etc/containerd/conf.d/99-nvidia.toml modified 1970-01-01T00:41:40Z', 'containerd.service active since 1970-01-01T00:33:20Z']
     assert found['fix'] == 'restart it: systemctl restart containerd'
+
+
+def test_without_systemd_the_findings_name_the_process_and_no_systemctl():
+    """Where systemd is not PID 1 nothing can be fixed with systemctl: the runtime is restarted or started by whoever runs it."""
+    reloaded = checks.runtime_findings(runtime(systemd=False, process='containerd process 6', config_files={'/etc/containerd/config.toml': 2500.0}))[0]
+    assert reloaded['summary'].startswith('/etc/containerd/config.toml changed after containerd process 6 started')
+    assert reloaded['evidence'] == ['/etc/containerd/config.toml modified 1970-01-01T00:41:40Z', 'containerd process 6 running since 1970-01-01T00:33:20Z']
+    assert reloaded['fix'] == 'restart containerd the way this node runs it (systemd is not PID 1 on this node)'
+    docker = checks.runtime_findings(runtime(runtime='docker', unit='docker.service', systemd=False, process='dockerd process 30',
+                                             source='/etc/docker/daemon.json', loaded={'runc': 'runc'}))[0]
+    assert docker['fix'] == 'restart docker the way this node runs it (systemd is not PID 1 on this node)'
+    stopped = checks.runtime_findings(runtime(systemd=False, active_state='inactive', active_since=None))[0]
+    assert (stopped['summary'], stopped['evidence']) == ('containerd is not running', ['no containerd process (systemd is not PID 1 on this node: no unit to ask)'])
+    assert 'systemctl' not in stopped['fix'] + reloaded['fix'] + docker['fix']
 
 
 # --- cluster: Nodes ----------------------------------------------------------------------------------------

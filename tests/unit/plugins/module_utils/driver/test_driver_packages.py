@@ -121,9 +121,50 @@ def test_distro_family(os_release, family):
 
 
 def test_parse_dpkg_status():
-    # Constructed `dpkg-query -W -f='${db:Status-Abbrev} ${Package}\n'` lines: installed, held, removed with config, multiarch.
-    text = 'ii  nvidia-smi\nhi  nvidia-driver\nrc  nvidia-kernel-dkms\nii  libc6:amd64\nun  nouveau\n'
-    assert pkgs.parse_dpkg_status(text) == {'nvidia-smi', 'nvidia-driver', 'libc6'}
+    # `dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\n'` lines: installed, held, removed with config, multiarch,
+    # not installed (constructed from bookworm's versions).
+    text = ('ii  nvidia-smi 535.261.03-1\nhi  nvidia-driver 535.261.03-1\nrc  nvidia-kernel-dkms 535.261.03-1\n'
+            'ii  libc6:amd64 2.36-9+deb12u10\nun  nouveau \n')
+    assert pkgs.parse_dpkg_status(text) == {'nvidia-smi': '535.261.03-1', 'nvidia-driver': '535.261.03-1', 'libc6': '2.36-9+deb12u10'}
+
+
+def test_parse_rpm_packages():
+    # Constructed `rpm -qa --qf '%{NAME} %{VERSION}-%{RELEASE}\n'` lines.
+    text = 'nvidia-driver 570.172.08-1.el9\nkmod-nvidia-open-dkms 570.172.08-1.el9\n\n'
+    assert pkgs.parse_rpm_packages(text) == {'nvidia-driver': '570.172.08-1.el9', 'kmod-nvidia-open-dkms': '570.172.08-1.el9'}
+
+
+DATA = os.path.join(os.path.dirname(__file__), 'driver_data')
+
+
+def data(name):
+    with open(os.path.join(DATA, name)) as handle:
+        return handle.read()
+
+
+@pytest.mark.parametrize('text, expected', [
+    # Real (driver_data/README.md): what the lab's user-space driver install pulls in, dependencies included.
+    ('apt-s-install-nvidia-smi-persistenced.txt', {
+        'update-glx': '1.2.2', 'glx-alternative-mesa': '1.2.2', 'nvidia-installer-cleanup': '20220217+3~deb12u1', 'glx-diversions': '1.2.2',
+        'glx-alternative-nvidia': '1.2.2', 'nvidia-legacy-check': '535.261.03-1', 'nvidia-alternative': '535.261.03-1',
+        'libnvidia-cfg1': '535.261.03-1', 'nvidia-persistenced': '535.171.04-1~deb12u1', 'libnvidia-ml1': '535.261.03-1',
+        'nvidia-smi': '535.261.03-1'}),
+    ('apt-s-purge-held-libnvidia-ml1.txt', {'libnvidia-ml1': None}),
+    # Constructed in apt's formats: an upgrade (the old version in brackets), a removal, a multiarch name.
+    ('Inst nvidia-smi [535.261.03-1] (550.163.01-2 Debian:13 [amd64])\nRemv dkms [3.0.10-8]\nInst libc6:i386 (2.36-9 Debian:12 [i386])\n',
+     {'nvidia-smi': '550.163.01-2', 'dkms': None, 'libc6': '2.36-9'}),
+    ('', {}),
+    ('E: Unable to locate package nvidia-smi\n', {}),
+])
+def test_apt_simulation(text, expected):
+    assert pkgs.apt_simulation(data(text) if text.endswith('.txt') else text) == expected
+
+
+def test_package_set_text():
+    versions = {'nvidia-smi': '535.261.03-1', 'libnvidia-ml1': '535.261.03-1', 'bash': '5.2.15-2+b7'}
+    assert pkgs.package_set_text(versions, {'nvidia-smi'}, ['nvidia-smi', 'libnvidia-ml1', 'gone']) == (
+        'libnvidia-ml1 535.261.03-1\nnvidia-smi 535.261.03-1 (held)\n')
+    assert pkgs.package_set_text(versions, set(), []) == ''
 
 
 def test_parse_versionlock():

@@ -39,8 +39,8 @@ def facts_of(fixture, smi_fixture=None, **overrides):
         secure_boot='unknown', signing_key=False, os_release=BOOKWORM, kernel_release='6.1.0-28-amd64', manager='apt', record={},
         smi=dict(binary=SIMULATOR, working=bool(merged), version=(xml_report or {}).get('driver_version'), gpus=len(merged),
                  errors=errors),
-        installed_packages=set(), held_packages=set(), package_version=None, available_packages=set(), persistenced=dict(active=False),
-        files={READY: None, BLACKLIST: None}, initramfs=['update-initramfs', '-u'])
+        installed_packages=set(), held_packages=set(), package_version=None, available_packages=set(), systemd=True,
+        persistenced=dict(active=False), files={READY: None, BLACKLIST: None}, initramfs=['update-initramfs', '-u'])
     facts.update(overrides)
     return facts
 
@@ -340,3 +340,80 @@ def test_absent_writes_back_a_file_the_install_replaced():
     # Back as it was already (restored by hand): nothing to write, no initramfs to rebuild.
     facts['files'][BLACKLIST] = to_bytes(before)
     assert driver_plan.plan(facts, params_of(state='absent'))['steps'] == [dict(kind='remove', path=RECORD)]
+
+
+@pytest.mark.parametrize('systemd, active, persistence_mode, step, warned', [
+    (True, False, True, True, False),
+    (True, True, True, False, False),
+    (True, False, False, False, False),
+    # systemd is not PID 1 (a container, a CI runner): systemctl cannot enable the service; the run says so instead.
+    (False, False, True, False, True),
+    (False, False, False, False, False),
+])
+def test_persistenced_is_enabled_only_where_systemd_runs_the_node(systemd, active, persistence_mode, step, warned):
+    planned = driver_plan.plan(facts_of('t4', 'cpu-only', systemd=systemd, persistenced=dict(active=active)),
+                               params_of(persistence_mode=persistence_mode))
+    assert ('systemctl enable --now nvidia-persistenced.service' in actions(planned)) is step
+    notes = [warning for warning in planned['warnings'] if 'nvidia-persistenced' in warning]
+    assert notes == (['systemd is not PID 1 on this node: nvidia-persistenced is neither enabled nor started (persistence_mode); '
+                      'run it the way this node runs its services'] if warned else [])
+
+
+# --- check mode's package diff ------------------------------------------------------------------------------------
+
+def _package_diff(facts, steps, simulated):
+    return [entry for entry in driver_plan.preview_diff(facts, steps, simulated) if entry['before_header'].startswith('packages')]
+
+
+def test_install_diff_lists_what_apt_would_install_with_versions_and_holds():
+    """apt-get -s's answer for the install step (its dependencies included) and the hold step's names: each package that
+    changes, before and after; the blacklist's diff comes first."""
+    facts = facts_of('t4', 'cpu-only', installed_packages={'bash': '5.2.15-2+b7'})
+    planned = driver_plan.plan(facts, params_of(packages=['nvidia-smi', 'nvidia-persistenced']))
+    [install] = driver_plan.package_steps(planned['steps'])
+    simulated = {install: {'libnvidia-ml1': '535.261.03-1', 'nvidia-smi': '535.261.03-1', 'nvidia-persistenced': '535.171.04-1~deb12u1'}}
+    diff = driver_plan.preview_diff(facts, planned['steps'], simulated)
+    assert [entry['after_header'] for entry in diff] == [BLACKLIST, 'packages (apt)']
+    assert diff[1] == dict(before_header='packages (apt)', after_header='packages (apt)', before='', after=(
+        'libnvidia-ml1 535.261.03-1\nnvidia-persistenced 535.171.04-1~deb12u1 (held)\nnvidia-smi 535.261.03-1 (held)\n'))
+
+
+def test_without_a_simulation_the_named_packages_show_their_pin():
+    """dnf, or a simulation that failed (the package lists not refreshed yet): the step's packages, at their pin."""
+    facts = facts_of('t4', 'cpu-only', installed_packages={})
+    planned = driver_plan.plan(facts, params_of(version='550'))
+    [entry] = _package_diff(facts, planned['steps'], {})
+    assert entry['after'] == ('linux-headers-6.1.0-28-amd64 (version picked by the run)\nnvidia-driver 550.* (held)\nnvidia-kernel-dkms 550.* (held)\n'
+                              'nvidia-persistenced (version picked by the run) (held)\nnvidia-smi 550.* (held)\n')
+
+
+def test_replacing_the_driver_shows_the_versions_change_and_the_holds_kept():
+    installed = dict((name, '535.261.03-1') for name in DEBIAN_NAMES)
+    installed.update({HEADERS: '6.1.119-1', 'libnvidia-ml1': '535.261.03-1'})
+    facts = _ours('t4', 'cpu-only', package_version='535.261.03', installed_packages=installed)
+    planned = driver_plan.plan(facts, params_of(version='550'))
+    [replace] = driver_plan.package_steps(planned['steps'])
+    simulated = {replace: dict((name, '550.163.01-2') for name in DEBIAN_NAMES + ['libnvidia-ml1'])}
+    [entry] = _package_diff(facts, planned['steps'], simulated)
+    assert entry['before'] == ''.join('%s 535.261.03-1%s\n' % (name, '' if name == 'libnvidia-ml1' else ' (held)')
+                                      for name in sorted(DEBIAN_NAMES + ['libnvidia-ml1']))
+    assert entry['after'] == entry['before'].replace('535.261.03-1', '550.163.01-2')
+
+
+def test_absent_diff_lists_the_packages_it_removes():
+    installed = dict((name, '535.261.03-1') for name in DEBIAN_NAMES + ['libnvidia-ml1'])
+    installed['bash'] = '5.2.15-2+b7'
+    facts = facts_of('t4', 'cpu-only', record=OURS, installed_packages=installed, held_packages=set(DEBIAN_NAMES))
+    planned = driver_plan.plan(facts, params_of(state='absent'))
+    [remove] = driver_plan.package_steps(planned['steps'])
+    for simulated in ({remove: dict.fromkeys(DEBIAN_NAMES + ['libnvidia-ml1'])}, {}):
+        [entry] = _package_diff(facts, planned['steps'], simulated)
+        assert entry['after'] == '' and entry['before'].splitlines() == [
+            'libnvidia-ml1 535.261.03-1', 'nvidia-driver 535.261.03-1 (held)', 'nvidia-kernel-dkms 535.261.03-1 (held)',
+            'nvidia-persistenced 535.261.03-1 (held)', 'nvidia-smi 535.261.03-1 (held)']
+
+
+def test_a_converged_node_has_no_package_diff():
+    facts = _ours('h200-x1', installed_packages=dict((name, '580.159.04-1') for name in DEBIAN_NAMES))
+    planned = driver_plan.plan(facts, params_of())
+    assert driver_plan.package_steps(planned['steps']) == [] and _package_diff(facts, planned['steps'], {}) == []

@@ -9,6 +9,8 @@ Debian nodes (bookworm: containerd 1.6, sid: containerd 2.1), 2026-11-26."""
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import time
+
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection as rd
@@ -110,3 +112,62 @@ def test_dpkg_versions(text, expected):
 ])
 def test_rpm_versions(text, expected):
     assert rd.rpm_versions(text) == expected
+
+
+# /proc/stat's btime and /proc/6/stat of a containerd 1.6 started by hand (podman exec --detach) on a bookworm lab
+# node whose PID 1 is `sleep infinity` (tests/lab/labctl.py up --no-systemd), 2026-11-27; clock ticks 100 a second.
+BTIME = 'cpu  1 2 3 4\nbtime 1795755156\nprocesses 5\n'
+CONTAINERD_STAT = ('6 (containerd) S 0 6 6 0 -1 4194560 4090 205 10 3 4 2 0 0 20 0 8 0 87947 1309196288 9635 18446744073709551615 '
+                   '12972032 32207857 140735174090512 0 0 0 1002055680 0 2143420159 0 0 0 17 0 0 0 0 0 0 51809320 52363832 1104691200 '
+                   '140735174098794 140735174098805 140735174098805 140735174098916 0\n')
+
+
+def fake_proc(root, processes, stat=BTIME):
+    """A /proc with `processes` {pid: (comm, stat line or None)}."""
+    root.mkdir()
+    (root / 'stat').write_text(stat)
+    (root / 'self').mkdir()
+    for pid, (comm, line) in processes.items():
+        (root / str(pid)).mkdir()
+        (root / str(pid) / 'comm').write_text(comm + '\n')
+        if line is not None:
+            (root / str(pid) / 'stat').write_text(line)
+    return str(root)
+
+
+@pytest.mark.parametrize('processes, expected', [
+    ({}, {'containerd': [], 'crio': [], 'docker': []}),
+    ({6: ('containerd', CONTAINERD_STAT), 1: ('sleep', None)}, {'containerd': [6], 'crio': [], 'docker': []}),
+    # Docker's own containerd and the shims are other programs; comm is the name, not a prefix.
+    ({30: ('dockerd', None), 12: ('containerd', None), 9: ('containerd', None), 40: ('containerd-shim', None), 41: ('crio-conmon', None)},
+     {'containerd': [9, 12], 'crio': [], 'docker': [30]}),
+])
+def test_daemon_processes(tmp_path, processes, expected):
+    assert rd.daemon_processes(fake_proc(tmp_path / 'proc', processes)) == expected
+
+
+def test_daemon_processes_without_proc(tmp_path):
+    assert rd.daemon_processes(str(tmp_path / 'none')) == {'containerd': [], 'crio': [], 'docker': []}
+
+
+@pytest.mark.parametrize('processes, stat, pid, expected', [
+    ({6: ('containerd', CONTAINERD_STAT)}, BTIME, 6, 1795755156 + 879.47),
+    # A program name with a space and a parenthesis does not shift the fields.
+    ({6: ('tmux: server', CONTAINERD_STAT.replace('(containerd)', '(a (b) c)'))}, BTIME, 6, 1795755156 + 879.47),
+    ({6: ('containerd', CONTAINERD_STAT)}, 'cpu 1 2\n', 6, None),
+    ({6: ('containerd', None)}, BTIME, 6, None),
+    ({6: ('containerd', '6 (containerd) S 0\n')}, BTIME, 6, None),
+    ({}, BTIME, 6, None),
+])
+def test_process_started(tmp_path, monkeypatch, processes, stat, pid, expected):
+    monkeypatch.setattr(rd.os, 'sysconf', lambda name: 100 if name == 'SC_CLK_TCK' else None)
+    started = rd.process_started(fake_proc(tmp_path / 'proc', processes, stat), pid)
+    assert started == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_process_started_of_this_process_is_within_its_life():
+    """The real /proc: this test's own process started after the boot and before now."""
+    with open('/proc/stat') as handle:
+        boot = next(int(line.split()[1]) for line in handle if line.startswith('btime '))
+    started = rd.process_started('/proc', rd.os.getpid())
+    assert boot <= started <= time.time() + 1
