@@ -33,6 +33,9 @@ NVRM_LINE = re.compile(r'^NVRM version:.*?Kernel Module\s+(?:for \S+\s+)?(\d+(?:
 LIST_GPU_LINE = re.compile(r'^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$')
 LIST_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)\s*$')
 MIB = re.compile(r'^(\d+) MiB$')
+# Drivers that take a GPU from the host's NVIDIA driver on purpose, so that nvidia-smi does not list it: VFIO (passed
+# through to a VM; the GPU Operator's vfio-manager binds vfio-pci, Grace Hopper nvgrace_gpu_vfio_pci) and pci-stub.
+SET_ASIDE_DRIVERS = re.compile(r'vfio|^pci-stub$')
 # Seconds each nvidia-smi run may take: one waiting on a wedged GPU (or a hung driver) is stopped, and the run reports
 # it like any failing nvidia-smi. A healthy one answers in seconds, also with eight GPUs. Tests lower it.
 NVIDIA_SMI_TIMEOUT = 60
@@ -73,8 +76,17 @@ def pci_devices(sysfs_root):
         attrs = {key: read_text(os.path.join(base, name, key)) for key in ('vendor', 'device', 'class')}
         if attrs['vendor'] and attrs['class']:
             devices.append(dict(address=name.lower(), vendor=attrs['vendor'].lower(), device=(attrs['device'] or '').lower(),
-                                pci_class=attrs['class'].lower()))
+                                pci_class=attrs['class'].lower(), driver=bound_driver(os.path.join(base, name)),
+                                virtual_function=os.path.lexists(os.path.join(base, name, 'physfn'))))
     return devices
+
+
+def bound_driver(device_dir):
+    """The name of the kernel driver bound to the PCI function (its `driver` link), or None when none is."""
+    try:
+        return os.path.basename(os.readlink(os.path.join(device_dir, 'driver')))
+    except OSError:
+        return None
 
 
 def nvidia_display_devices(devices):
@@ -360,6 +372,41 @@ def disagreement(pci_gpus, gpus, sysfs_root):
             'disagree, check that sysfs_root is this node\'s sysfs' % (len(unseen), sysfs_root, ', '.join(unseen)))
 
 
+def for_nvidia_smi(dev):
+    """Whether nvidia-smi must list the PCI GPU `dev`: not when a driver set it aside for a VM (SET_ASIDE_DRIVERS) and
+    not for an SR-IOV virtual function (a vGPU host's VFs: nvidia-smi lists the physical GPU). Bound to nvidia, to
+    no driver (the NVIDIA driver failed to take it) or to nouveau, it must."""
+    return not dev.get('virtual_function') and not SET_ASIDE_DRIVERS.search(dev.get('driver') or '')
+
+
+def unlisted(pci_gpus, gpus):
+    """The PCI GPUs nvidia-smi must list (for_nvidia_smi) and does not, sorted by address; [] while nvidia-smi lists
+    no GPU (it failed or is missing, which is reported as such).
+
+    A GPU nvidia-smi lists is matched by its bus id; one listed without a readable bus id (-L alone, or NVML's
+    [Unknown Error]) may be any of the others: only more unmatched GPUs than such entries are missing, and then every
+    unmatched one is named.
+    """
+    if not gpus:
+        return []
+    listed = set(gpu['address'] for gpu in gpus if gpu.get('address'))
+    unmatched = [dev for dev in pci_gpus if for_nvidia_smi(dev) and dev['address'] not in listed]
+    unaddressed = len([gpu for gpu in gpus if not gpu.get('address')])
+    return sorted(unmatched, key=lambda dev: dev['address']) if len(unmatched) > unaddressed else []
+
+
+def unlisted_message(missing, gpus):
+    """What unlisted() found, for the driver validation, the labels and the doctor; None when nothing is missing."""
+    if not missing:
+        return None
+    named = ', '.join('%s (%s)' % (dev['address'], 'bound to %s' % dev['driver'] if dev.get('driver') else 'no driver bound')
+                      for dev in missing)
+    unaddressed = len([gpu for gpu in gpus if not gpu.get('address')])
+    return ('nvidia-smi lists %d GPU(s)%s but not every NVIDIA GPU on the PCI bus; missing: %s. The NVIDIA driver did not '
+            'initialise them: look for NVRM and Xid lines in the kernel log (journalctl -k), then reboot; replace a GPU that stays missing'
+            % (len(gpus), ' (%d without a readable PCI bus id)' % unaddressed if unaddressed else '', named))
+
+
 def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os-release', nvidia_smi=None, configured=False):
     """All facts the label rules need, from the roots and nvidia-smi (`nvidia_smi` None: not found; `configured`:
     the path is the nvidia_smi option's)."""
@@ -379,6 +426,7 @@ def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os
         nvidia_smi_errors=errors,
         nvidia_smi_problem=smi_problem(nvidia_smi, configured),
         disagreement=disagreement(display, gpus, sysfs_root),
+        unlisted=unlisted(display, gpus),
         mig_listing_available=listing is not None,
         driver_version=driver_version,
         cuda_version=(xml_report or {}).get('cuda_version'),
