@@ -32,7 +32,11 @@ QUERY_GPU_ARGS = ['--query-gpu=' + ','.join(QUERY_FIELDS), '--format=csv,noheade
 NVRM_LINE = re.compile(r'^NVRM version:.*?Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+){1,2})\b', re.M)
 LIST_GPU_LINE = re.compile(r'^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$')
 LIST_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)\s*$')
-MIB = re.compile(r'^(\d+) MiB$')
+MIB = re.compile(r'^([0-9]+) MiB$')
+NUMBER = re.compile(r'^[0-9]+$')
+SURROGATE = re.compile('[\ud800-\udfff]')
+# nvidia-smi's bus id: domain (4 or 8 hex digits), bus, device, function.
+BUS_ID = re.compile(r'^([0-9a-f]{4,8}):([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])$')
 # Drivers that take a GPU from the host's NVIDIA driver on purpose, so that nvidia-smi does not list it: VFIO (passed
 # through to a VM; the GPU Operator's vfio-manager binds vfio-pci, Grace Hopper nvgrace_gpu_vfio_pci) and pci-stub.
 SET_ASIDE_DRIVERS = re.compile(r'vfio|^pci-stub$')
@@ -132,9 +136,10 @@ def proc_driver_version(procfs_root):
 
 
 def sysfs_address(bus_id):
-    """nvidia-smi's bus id (00000000:01:00.0) as sysfs names the device (0000:01:00.0)."""
-    domain, rest = bus_id.strip().lower().split(':', 1)
-    return '%04x:%s' % (int(domain, 16), rest)
+    """nvidia-smi's bus id (00000000:01:00.0) as sysfs names the device (0000:01:00.0); None for text that is no bus id
+    (nvidia-smi prints NVML's error for a GPU it cannot query, such as [Unknown Error])."""
+    match = BUS_ID.match((bus_id or '').strip().lower())
+    return '%04x:%s' % (int(match.group(1), 16), match.group(2)) if match else None
 
 
 def _text(element, path):
@@ -155,7 +160,8 @@ def _mib(value, what):
 
 
 def _int(value):
-    return int(value) if value is not None and value.isdigit() else None
+    # ASCII digits only: str.isdigit() also takes superscripts, which int() refuses.
+    return int(value) if value is not None and NUMBER.match(value) else None
 
 
 def parse_smi_xml(text):
@@ -215,7 +221,11 @@ def parse_query_gpu(text, fields=QUERY_FIELDS):
         cells = [cell.strip() for cell in line.split(', ')]
         if len(cells) != len(fields):
             raise DiscoveryError('line %d has %d fields, expected %d: %r' % (number, len(cells), len(fields), line))
-        rows.append({field: (None if cell in ('[N/A]', 'N/A', '') else cell) for field, cell in zip(fields, cells)})
+        # A value nvidia-smi could not read is NVML's error in brackets: [N/A], [Not Supported], [Unknown Error], ...
+        row = {field: (None if cell in ('N/A', '') or cell[:1] + cell[-1:] == '[]' else cell) for field, cell in zip(fields, cells)}
+        if row.get('index') is not None and not NUMBER.match(row['index']):
+            raise DiscoveryError('line %d: index is %r, not a GPU index' % (number, row['index']))
+        rows.append(row)
     return rows
 
 
@@ -243,14 +253,13 @@ def compute_capability(value):
 def _query_gpu_view(rows):
     gpus = []
     for position, row in enumerate(rows):
-        memory = row.get('memory.total')
         gpus.append(dict(
             index=_int(row.get('index')) if row.get('index') is not None else position,
             uuid=row.get('uuid'),
-            address=sysfs_address(row['pci.bus_id']) if row.get('pci.bus_id') else None,
+            address=sysfs_address(row.get('pci.bus_id')),
             name=row.get('name'),
             architecture=None,
-            memory=int(memory) if memory and memory.isdigit() else None,
+            memory=_int(row.get('memory.total')),
             compute_capability=compute_capability(row.get('compute_cap')),
             mig_capable=row.get('mig.mode.current') is not None,
             mig_enabled=row.get('mig.mode.current') == 'Enabled',
@@ -321,6 +330,8 @@ def _run(run, argv, what):
 
 
 def _parsed(parse, out, what):
+    # A byte that is not UTF-8 (the runner keeps it as a surrogate escape) is read as U+FFFD, as a terminal shows it.
+    out = SURROGATE.sub('\ufffd', out)
     try:
         return parse(out)
     except DiscoveryError as exc:

@@ -98,6 +98,20 @@ def test_query_gpu_through_the_simulator_h100():
                    'mig.mode.current': 'Disabled'}
 
 
+@pytest.mark.parametrize('bus_id, address', [
+    ('00000000:01:00.0', '0000:01:00.0'), ('0000:C1:00.0', '0000:c1:00.0'), ('00000001:01:00.7', '0001:01:00.7'),
+    # NVML's error where nvidia-smi cannot read a GPU's PCI info (--query-gpu prints it in brackets, -q -x without).
+    ('[Unknown Error]', None), ('Unknown Error', None), ('', None), (None, None), ('00000000:01:00', None),
+])
+def test_sysfs_address(bus_id, address):
+    assert disc.sysfs_address(bus_id) == address
+
+
+def test_query_gpu_reads_nvmls_bracketed_errors_as_unknown():
+    [row] = disc.parse_query_gpu('0, GPU-1, [Unknown Error], NVIDIA H200, [GPU requires reset], [Not Supported], 580.159.04, [N/A]\n')
+    assert [field for field, value in row.items() if value is None] == ['pci.bus_id', 'memory.total', 'compute_cap', 'mig.mode.current']
+
+
 def test_query_gpu_rejects_a_short_row():
     with pytest.raises(disc.DiscoveryError, match='line 1 has 2 fields, expected 8'):
         disc.parse_query_gpu('0, NVIDIA H100 80GB HBM3\n')
