@@ -125,9 +125,9 @@ def node_ref(node_name):
 
 
 def read_node(api, node_name):
-    """The Node as decoded JSON (raw: the client's models reject a Node whose status lacks fields they require)."""
+    """The Node as decoded JSON (k8s_client.Api.read)."""
     from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # needed only where the API is called
-    return json.loads(api.call('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name, _preload_content=False).data)
+    return api.read('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name)
 
 
 def apply(api, node_name, desired, state='present', check_mode=False):
@@ -152,10 +152,6 @@ def apply(api, node_name, desired, state='present', check_mode=False):
 
     (plan, current), changed = api.read_modify_write(attempt, check_mode)
     return plan, current, changed
-
-
-# Nodes listed per request: a fleet's Node list comes in pages rather than as one answer of tens of megabytes.
-LIST_PAGE = 500
 
 
 def node_metadata(node):
@@ -193,21 +189,16 @@ def plan_nodes(listed, requested, state='present'):
 
 
 def list_nodes(api):
-    """{name: node_metadata()} of every Node, read page by page (raw JSON, as in read_node)."""
+    """{name: node_metadata()} of every Node, read page by page (k8s_client.Api.list_items)."""
     from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
-    core = CoreV1Api(api.client)
     ref = k8s_client.ObjectRef('Node', '(all)', 'nodes')
-    listed, token = {}, None
-    while True:
-        kwargs = dict(limit=LIST_PAGE, _preload_content=False)
-        if token:
-            kwargs['_continue'] = token
-        page = json.loads(api.call('list', ref, core.list_node, **kwargs).data)
-        for node in page.get('items') or []:
-            listed[node['metadata']['name']] = node_metadata(node)
-        token = (page.get('metadata') or {}).get('continue')
-        if not token:
-            return listed
+    listed = {}
+    for node in api.list_items(ref, CoreV1Api(api.client).list_node):
+        name = (node.get('metadata') or {}).get('name')
+        if not isinstance(name, str):
+            raise k8s_client.ApiError('cannot list %s: the API listed a Node without metadata.name: %r' % (ref, str(node)[:200]))
+        listed[name] = node_metadata(node)
+    return listed
 
 
 def _node_attempt(api, core, name, first, desired, state):
