@@ -3,10 +3,12 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Answers of the Kubernetes API as they may come, through k8s_client.Api and the ClusterPolicy status (issue #28
-items 11 and 12), in memory: what a proxy or load balancer answers in the API's place, list pages that never end, a
-status of another shape. Each ends in the object, or in an ApiError naming the call and what came; never a traceback,
-never a loop without end. The same faults against the stand-in, through the modules: tests/cluster/test_api_faults.py.
+"""Answers of the Kubernetes API as they may come, through k8s_client.Api, the ClusterPolicy status and the Node label
+planner (issue #28 items 8, 11 and 12), in memory: what a proxy or load balancer answers in the API's place, list pages
+that never end, a status of another shape, a damaged ownership annotation. Each ends in the object, or in an error
+naming the call (or the Node) and what came; never a traceback, never a loop without end, never a change planned on a
+Node whose record of our labels is damaged. The same faults against the stand-in, through the modules:
+tests/cluster/test_api_faults.py and test_nfd_labels_api.py.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,6 +21,8 @@ import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.policy_status import policy_status
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import (
+    OWNED_ANNOTATION, NodeLabelsError, checked_owned_labels, damage, node_metadata, plan_nodes)
 from tests.unit.fault.fault_support import count
 
 HOST = 'https://api.example:6443'
@@ -103,4 +107,29 @@ def test_a_cluster_policy_status_of_another_shape_is_written_anew(status):
     written = policy_status(status, 'ready', 'Reconciled', '', 'gpu-operator', now='2026-11-27T00:00:00Z')
     assert [(c['type'], c['status'], c['lastTransitionTime']) for c in written['conditions']] == [
         ('Ready', 'True', '2026-11-27T00:00:00Z'), ('Error', 'False', '2026-11-27T00:00:00Z')]
+    count(SUITE, 'cases')
+
+
+LABELS = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'Tesla-T4'}
+
+
+@pytest.mark.parametrize('text, problem', [
+    ('not json', 'it is not JSON (Expecting value: line 1 column 1 (char 0))'), ('', 'it is not JSON'), ('{"a": "1"', 'it is not JSON'),
+    ('{"a": 1, "b": "x"}', 'not a JSON object of label values'), ('["a", 3]', 'not a JSON object of label values'),
+    ('"a"', 'not a JSON object'), ('null', 'not a JSON object'), ('{"a": null}', 'not a JSON object'),
+])
+def test_a_damaged_ownership_record_touches_nothing(text, problem):
+    """Issue #28 item 8: with the record unreadable, absent removed none of the labels and dropped the record."""
+    annotations = {OWNED_ANNOTATION: text}
+    assert problem in damage(annotations)
+    with pytest.raises(NodeLabelsError) as caught:
+        checked_owned_labels('gpu-1', annotations)
+    assert str(caught.value).startswith('Node gpu-1: annotation %s is damaged: ' % OWNED_ANNOTATION) and problem in str(caught.value)
+    assert 'nothing is changed on this Node' in str(caught.value) and 'kubectl annotate node gpu-1 %s-' % OWNED_ANNOTATION in str(caught.value)
+    nodes = dict((name, node_metadata({'metadata': {'name': name, 'labels': LABELS, 'annotations': recorded}}))
+                 for name, recorded in (('gpu-1', annotations), ('gpu-2', {OWNED_ANNOTATION: json.dumps(LABELS)})))
+    for state in ('absent', 'present'):
+        planned = plan_nodes(nodes, [('gpu-1', LABELS), ('gpu-2', LABELS)], state)
+        assert planned['gpu-1'] == dict(current=LABELS, plan=None, patch=None, error=str(caught.value))
+        assert planned['gpu-2']['error'] is None, 'the other Nodes are planned all the same'
     count(SUITE, 'cases')

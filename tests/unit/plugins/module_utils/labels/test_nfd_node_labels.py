@@ -13,8 +13,8 @@ import json
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import (
-    OWNED_ANNOTATION, NodeLabelsError, checked_owned_labels, damage, merge_patch, missing_node_message, node_metadata, owned_labels, plan_node,
-    plan_nodes, reconcile)
+    OWNED_ANNOTATION, checked_owned_labels, damage, merge_patch, missing_node_message, node_metadata, owned_labels, plan_node, plan_nodes,
+    reconcile)
 
 FOREIGN = {'kubernetes.io/hostname': 'gpu-1', 'team': 'ml'}
 NO_PATCH = 'no patch'
@@ -150,27 +150,6 @@ def test_absent_and_stale_leave_a_value_someone_changed():
 ])
 def test_owned_labels(annotations, expected):
     assert owned_labels(annotations) == expected
-
-
-@pytest.mark.parametrize('text, problem', [
-    ('not json', 'it is not JSON (Expecting value: line 1 column 1 (char 0))'), ('', 'it is not JSON'), ('{"a": "1"', 'it is not JSON'),
-    ('{"a": 1, "b": "x"}', 'not a JSON object of label values'), ('["a", 3]', 'not a JSON object of label values'),
-    ('"a"', 'not a JSON object'), ('null', 'not a JSON object'), ('{"a": null}', 'not a JSON object'),
-])
-def test_a_damaged_ownership_record_touches_nothing(text, problem):
-    """Issue #28 item 8: with the record unreadable, absent removed none of the labels and dropped the record."""
-    annotations = {OWNED_ANNOTATION: text}
-    assert problem in damage(annotations)
-    with pytest.raises(NodeLabelsError) as caught:
-        checked_owned_labels('gpu-1', annotations)
-    assert str(caught.value).startswith('Node gpu-1: annotation %s is damaged: ' % OWNED_ANNOTATION) and problem in str(caught.value)
-    assert 'nothing is changed on this Node' in str(caught.value) and 'kubectl annotate node gpu-1 %s-' % OWNED_ANNOTATION in str(caught.value)
-    nodes = {'gpu-1': node_metadata({'metadata': {'name': 'gpu-1', 'labels': dict(FOREIGN, **DESIRED), 'annotations': annotations}}),
-             'gpu-2': listed(dict(FOREIGN, **DESIRED), DESIRED)}
-    for state in ('absent', 'present'):
-        planned = plan_nodes(nodes, [('gpu-1', DESIRED), ('gpu-2', DESIRED)], state)
-        assert planned['gpu-1'] == dict(current=dict(FOREIGN, **DESIRED), plan=None, patch=None, error=str(caught.value))
-        assert planned['gpu-2']['error'] is None, 'the other Nodes are planned all the same'
 
 
 @pytest.mark.parametrize('annotations', [None, {}, {OWNED_ANNOTATION: '{}'}, recorded(DESIRED), {OWNED_ANNOTATION: '["a"]'}])
