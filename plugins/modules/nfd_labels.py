@@ -33,7 +33,7 @@ description:
   - The module only changes labels under the prefixes it computes (plus O(extra_labels)); the labels it set and their
     values are recorded in the Node annotation C(gpuops.io/nfd-labels), so labels it set that no longer apply are
     removed and O(state=absent) removes exactly those. A label whose value someone changed since is theirs and stays.
-    An annotation that is damaged (not the JSON this module writes) changes nothing on its Node: the module fails
+    An annotation that is damaged (not the JSON this module writes) changes nothing on its Node; the module fails
     naming the Node and the annotation (with O(nodes), that Node is reported in RV(failed_nodes)).
   - With O(state=present) the annotation is written also when the module sets no label on the Node (as C({}), for a
     node without a GPU whose NFD labels NFD sets). It marks the Node as examined by this collection, which the

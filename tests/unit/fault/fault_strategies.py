@@ -130,8 +130,8 @@ def _runtime_lines(choices, prefix, name, indent, literal):
 
 
 def _inline_runtimes(names):
-    return '{ %s }' % ', '.join('%s = { runtime_type = %s, options = { SystemdCgroup = true } }' % (toml_key(name), toml_string('io.containerd.runc.v2'))
-                               for name in names)
+    runtime = '{ runtime_type = %s, options = { SystemdCgroup = true } }' % toml_string('io.containerd.runc.v2')
+    return '{ %s }' % ', '.join('%s = %s' % (toml_key(name), runtime) for name in names)
 
 
 def _cri_lines(choices, version, quoted_cri, indent, literal, top):

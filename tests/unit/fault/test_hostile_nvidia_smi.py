@@ -57,8 +57,8 @@ CASES = [
      ('refused', SIMULATOR + " --query-gpu: line 1: index is '\u00b2', not a GPU index")),
     ('Arabic-Indic digit as the index', QUERY, lambda out: '\u0660'.encode('utf-8') + out[1:],
      ('refused', "line 1: index is '\u0660', not a GPU index")),
-    ('superscript digit in attached_gpus', XML, lambda out: out.replace(b'<attached_gpus>1</attached_gpus>',
-                                                                           '<attached_gpus>\u00b9</attached_gpus>'.encode('utf-8')),
+    ('superscript digit in attached_gpus', XML,
+     lambda out: out.replace(b'<attached_gpus>1</attached_gpus>', '<attached_gpus>\u00b9</attached_gpus>'.encode('utf-8')),
      ('ok', lambda facts: len(facts['gpus']) == 1)),
 ]
 
@@ -89,7 +89,9 @@ def params(case):
 def test_discovery_takes_or_refuses_clearly(case, query, change, outcome):
     changed = []
     run_command = hostile_run_command(query, change, changed, **params(case))
-    run = lambda argv: run_command(None, argv)  # noqa: E731  # discovery's runner: argv -> (rc, out, err)
+
+    def run(argv):  # discovery's runner: argv -> (rc, out, err)
+        return run_command(None, argv)
     kind, expected = outcome
     if kind == 'refused':
         with pytest.raises(gpu_discovery.DiscoveryError) as caught:
