@@ -43,7 +43,7 @@ RUNTIME_PARAM_NAMES = ['nvidia', 'gpu', 'nvidia-2', '0gpu']
 BINARIES = ['/usr/bin/nvidia-container-runtime', "/opt/my bin/nvidia'rt", '/usr/local/nvidia/toolkit/nvidia-container-runtime\u00e9']
 VARIANT_SETS = [[], [], [], [], ['cdi'], ['legacy'], ['legacy', 'cdi']]
 # How often each layout of the CRI table (see _cri_lines) and of a runtime's options (see _runtime_lines) comes up.
-LAYOUTS = [0] * 40 + [1, 2, 2, 3, 3, 3, 3, 4, 5, 5]
+LAYOUTS = [0] * 40 + [1, 2, 2, 3, 3, 3, 3, 4, 5]
 CRIO_LAYOUTS = [0] * 16 + [1, 2, 2, 2, 3, 4]
 OPTION_STYLES = [0] * 12 + [1, 1, 1, 2]
 
