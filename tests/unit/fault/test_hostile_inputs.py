@@ -345,8 +345,10 @@ def test_symlink_at_the_path_is_followed(capsys, tmp_path, module_name):
     count('hostile inputs %s' % module.name, 'cases')
 
 
-# Files the runtime loads as they are, which must be edited faithfully (issue #28 item 11): (case, bytes, the runtimes
-# table after present). containerd 1.6, 1.7 and 2.1 load the first three (tests/unit/fixtures/containerd/SOURCE.md).
+# Files the runtime loads as they are, which must be edited faithfully (issue #28 item 11): (case, bytes).
+# containerd 1.6, 1.7 and 2.1 load the first two, 2.1 the third (version 3), and each the module's
+# output with the nvidia runtime as the default (containerd config dump in the lab images; the captures kept are
+# described in tests/unit/fixtures/containerd/SOURCE.md).
 INLINE = '{ runc = { runtime_type = "io.containerd.runc.v2", options = { SystemdCgroup = true } } }'
 LOADED_AS_IS = {
     'containerd': [
