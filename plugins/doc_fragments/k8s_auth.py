@@ -73,5 +73,8 @@ notes:
   - Writes carry the C(resourceVersion) they were planned on; on 409 Conflict (the object changed meanwhile) the object
     is read again and the change planned anew, 3 times at most, so that changes made by others are kept.
   - Other failures (401, 403, 404, 422, a refused connection) fail at once with a message naming the verb, the object
-    and the API's answer; for 403, the RBAC rule the credentials lack.
+    and the API's answer; for 403, the RBAC rule the credentials lack. So does an answer that is no Kubernetes object
+    (an HTML page of a proxy in front of the API).
+  - Lists are read 500 objects a page; pages that do not end (a C(continue) token given twice, more than 1000 pages)
+    fail the list.
 '''

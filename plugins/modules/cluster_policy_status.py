@@ -112,7 +112,7 @@ def main():
 
     def attempt():
         try:
-            current = api.call('get', policy, custom.get_cluster_custom_object, GROUP, VERSION, PLURAL, params['name'])
+            current = api.read('get', policy, custom.get_cluster_custom_object, GROUP, VERSION, PLURAL, params['name'])
         except k8s_client.ApiError as exc:
             # --check on a cluster without it: the operands' play only previewed the ClusterPolicy (or its CRD), so
             # the status is shown as this run would write it on the ClusterPolicy it creates.
@@ -121,11 +121,15 @@ def main():
             module.warn('ClusterPolicy %s does not exist yet (check mode: this run would create it); the status is the one '
                         'the run would write' % params['name'])
             return policy_status(None, params['state'], params['reason'], params['detail'], params['namespace']), lambda: None
+        resource_version = (current.get('metadata') or {}).get('resourceVersion')
+        if not isinstance(resource_version, str) or not resource_version:
+            raise k8s_client.ApiError('cannot get %s: the API\'s answer has no metadata.resourceVersion, which the status write '
+                                      'must carry: %r' % (policy, str(current)[:200]))
         status = policy_status(current.get('status'), params['state'], params['reason'], params['detail'], params['namespace'])
         if status == current.get('status'):
             return status, None
         # Guarded by the resourceVersion read: a status written meanwhile is read again, not overwritten.
-        body = {'metadata': {'resourceVersion': current['metadata']['resourceVersion']}, 'status': status}
+        body = {'metadata': {'resourceVersion': resource_version}, 'status': status}
         return status, lambda: api.call('patch', policy._replace(subresource='status'), custom.patch_cluster_custom_object_status,
                                         GROUP, VERSION, PLURAL, params['name'], body)
 

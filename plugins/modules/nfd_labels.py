@@ -27,10 +27,14 @@ description:
     (for example the compute capability when C(nvidia-smi --query-gpu=compute_cap) does not answer)."
   - The facts come from O(sysfs_root), O(procfs_root), O(os_release_path) and three C(nvidia-smi) queries
     (C(-q -x), C(--query-gpu), C(-L)). When C(nvidia-smi) is missing or fails on a node whose PCI bus shows a GPU,
-    the NFD and Operator labels are still computed and the failure is warned about.
+    the NFD and Operator labels are still computed and the failure is warned about. When it lists GPUs but not every
+    GPU on the PCI bus that the NVIDIA driver should drive (as M(gpuops.gpu_operator.nvidia_driver) validates it), the
+    module fails naming the missing bus ids, rather than labelling the node with the GPUs that work.
   - The module only changes labels under the prefixes it computes (plus O(extra_labels)); the labels it set and their
     values are recorded in the Node annotation C(gpuops.io/nfd-labels), so labels it set that no longer apply are
     removed and O(state=absent) removes exactly those. A label whose value someone changed since is theirs and stays.
+    An annotation that is damaged (not the JSON this module writes) changes nothing on its Node; the module fails
+    naming the Node and the annotation (with O(nodes), that Node is reported in RV(failed_nodes)).
   - With O(state=present) the annotation is written also when the module sets no label on the Node (as C({}), for a
     node without a GPU whose NFD labels NFD sets). It marks the Node as examined by this collection, which the
     P(gpuops.gpu_operator.k8s_nodes#inventory) inventory reads. O(state=absent) removes it.

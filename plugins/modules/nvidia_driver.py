@@ -26,6 +26,9 @@ description:
     The loaded kernel module stays the old one until the node reboots (RV(reboot_required=true)). A driver this module
     did not install is never replaced: the module fails and says how to proceed."
   - O(state=validated) installs nothing and fails, saying why, when a node with a GPU has no working driver.
+  - A driver works when C(nvidia-smi) lists every GPU on the PCI bus but those bound to a VFIO driver or C(pci-stub)
+    (passed through to VMs) and SR-IOV virtual functions. A GPU it does not list fails the validation (also after an
+    install), naming its bus id, and no C(driver-ready) is written.
   - O(state=absent) removes only what this module installed and wrote, as recorded in O(record_file), restores the
     files it changed byte for byte and unloads the modules when nothing uses them. A pre-installed driver is never touched.
   - A validated driver gets the file C(driver-ready) in O(validations_dir) with C(IS_HOST_DRIVER=true),

@@ -17,7 +17,6 @@ gpuops.io/nfd-labels, as {} where it set nothing (labels/node_api.py).
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import logging
 import re
 import time
@@ -209,8 +208,7 @@ class Observer(object):
 def read_nodes(api):
     """(Nodes as decoded JSON, resourceVersion of the list), in one list call (retried by the Api)."""
     from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # needed only where the API is called
-    response = api.call('list', NODES, CoreV1Api(api.client).list_node, _preload_content=False)
-    data = json.loads(response.data)
+    data = api.read('list', NODES, CoreV1Api(api.client).list_node)
     return data.get('items') or [], (data.get('metadata') or {}).get('resourceVersion')
 
 
@@ -224,7 +222,7 @@ def watch_nodes(api, resource_version, seconds=WATCH_SECONDS):
                             timeout_seconds=seconds, allow_watch_bookmarks=True, _preload_content=False)
     try:
         for line in iter_resp_lines(response):
-            change = json.loads(line)
+            change = k8s_client.json_object(line, 'watch', NODES, api.client.configuration.host)
             if change.get('type') == 'ERROR':
                 status = change.get('object') or {}
                 if status.get('code') == 410:

@@ -1,13 +1,17 @@
-"""API faults from the stand-in against our API code: 409, 500/429, timeouts and 403.
+"""API faults from the stand-in against our API code: 409, 500/429, timeouts and 403, and answers as a proxy may give
+them (issue #28 items 11 and 12): an HTML page with 200, an object without resourceVersion, a status of another shape,
+list pages that never end.
 
 nfd_labels (Node patching) and cluster_policy_status run in-process, the gpu_cluster_base role through
 ansible-playbook. A transient fault is retried and the run succeeds; 403 fails at once with a message naming the
-verb, the object and the RBAC rule; a re-run after the fault converges (changed false). The counts of faults
-injected and requests seen are printed (pytest -s).
+verb, the object and the RBAC rule; an answer that is no Kubernetes object fails at once naming the object and what
+came; a re-run after the fault converges (changed false). The counts of faults injected and requests seen are printed
+(pytest -s).
 
 Stand-in only: the `kube_faults` fixture skips these tests on a real cluster (KUBECONFIG set).
 """
 import functools
+import json
 import re
 import threading
 import time
@@ -122,6 +126,35 @@ def test_nfd_labels_403_fails_at_once_then_a_rerun_converges(kube_api, kube_faul
     assert label(capsys, monkeypatch, kube_api, name)['changed'] is False
 
 
+HTML = '<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center></body></html>'
+
+
+def test_nfd_labels_fails_clearly_on_an_answer_that_is_no_kubernetes_object(kube_api, kube_faults, node, capsys, monkeypatch):
+    name, core, path = node
+    for text, content_type, what in ((HTML, 'text/html', 'text that is not JSON'), ('[]', 'application/json', 'a JSON array')):
+        page = kube_faults.inject('GET', path, text=text, content_type=content_type)
+        result = label(capsys, monkeypatch, kube_api, name, failed=True)
+        assert result['msg'].startswith('cannot get Node %s: the Kubernetes API at %s answered with %s, not a Kubernetes object'
+                                        % (name, kube_api.api_client.configuration.host, what)) and 'exception' not in result
+        assert (page.injected, page.seen) == (1, 1) and not any(key.startswith('nvidia.com/') for key in node_meta(core, name)[0])
+        report(capsys, 'nfd_labels, %s' % what, page)
+    assert label(capsys, monkeypatch, kube_api, name)['changed'] is True
+
+
+def test_nfd_labels_stops_when_the_node_list_pages_never_end(kube_api, kube_faults, node, capsys, monkeypatch):
+    """Issue #28 item 12: an answer repeating its continue token was followed for ever."""
+    name, core, _path = node
+    endless = kube_faults.inject('GET', '/api/v1/nodes', times=50, text=json.dumps(
+        {'kind': 'NodeList', 'apiVersion': 'v1', 'metadata': {'resourceVersion': '1', 'continue': 'again'}, 'items': []}))
+    nodes = [dict(name=name, labels={'gpuops.test/x': 'y'})]
+    result = run(capsys, monkeypatch, 't4', nodes=nodes, kubeconfig=kube_api.kubeconfig, failed=True)
+    assert result['msg'].startswith("cannot list Node (all): the API gave the continue token 'again' a second time")
+    assert (endless.injected, endless.seen) == (2, 2) and 'gpuops.test/x' not in node_meta(core, name)[0]
+    report(capsys, 'nfd_labels nodes:, a repeated continue token', endless)
+    kube_faults.clear_faults()
+    assert run(capsys, monkeypatch, 't4', nodes=nodes, kubeconfig=kube_api.kubeconfig)['changed'] is True
+
+
 @pytest.fixture(name='policy')
 def fixture_policy(kube_api, kube_faults):
     """(name, path) of a throw-away ClusterPolicy; the CRD is created for it when missing and then removed."""
@@ -224,3 +257,29 @@ def test_role_retries_transient_faults_and_stops_at_403(kube_api, kube_faults, t
         assert code == 0 and changed == 0, out
     finally:
         delete_namespace(kube_api, namespace)
+
+
+def test_cluster_policy_status_fails_clearly_on_answers_of_another_kind(kube_api, kube_faults, policy, capsys):
+    name, path = policy
+    page = kube_faults.inject('GET', path, text=HTML, content_type='text/html')
+    result = record(capsys, kube_api, name, failed=True)
+    assert result['msg'].startswith('cannot get ClusterPolicy %s: the Kubernetes API at %s answered with text that is not JSON'
+                                    % (name, kube_api.api_client.configuration.host)) and 'exception' not in result
+    # An object without metadata.resourceVersion: the write it guards cannot be made.
+    bare = kube_faults.inject('GET', path, text=json.dumps({'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': {'name': name}}))
+    result = record(capsys, kube_api, name, failed=True)
+    assert result['msg'].startswith('cannot get ClusterPolicy %s: the API\'s answer has no metadata.resourceVersion' % name)
+    assert (page.injected, bare.injected) == (1, 1) and stored_state(kube_api, name) is None
+    report(capsys, 'cluster_policy_status, HTML and no resourceVersion', page, bare)
+
+
+@pytest.mark.parametrize('status', [{'conditions': 'Ready'}, {'conditions': ['Ready', {'type': ['x']}, {'type': 'Ready'}]}, 'ready'])
+def test_cluster_policy_status_replaces_a_status_of_another_shape(kube_api, kube_faults, policy, capsys, status):
+    """String conditions (issue #28 item 11) said nothing of since when they hold: the status is written anew."""
+    name, _path = policy
+    custom = kubernetes.client.CustomObjectsApi(kube_api.api_client)
+    custom.patch_cluster_custom_object_status('nvidia.com', 'v1', 'clusterpolicies', name, {'status': status})
+    result = record(capsys, kube_api, name)
+    assert result['changed'] is True and stored_state(kube_api, name) == 'ready'
+    assert [condition['type'] for condition in result['status']['conditions']] == ['Ready', 'Error']
+    assert record(capsys, kube_api, name)['changed'] is False

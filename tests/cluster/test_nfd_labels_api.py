@@ -121,6 +121,24 @@ def test_a_deploy_value_the_module_set_follows_the_node(kube_api, node, capsys, 
     assert 'nvidia.com/gpu.deploy.driver' not in node_meta(core, name)[0]
 
 
+@pytest.mark.parametrize('state', ['absent', 'present'])
+def test_a_damaged_ownership_annotation_touches_nothing(kube_api, node, capsys, monkeypatch, state):
+    """Issue #28 item 8: with the record of the labels it set unreadable, absent removed none and dropped the record,
+    leaving every label it set for good. Now neither state changes the Node, alone or with nodes:, and both say why."""
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    applied = run(capsys, monkeypatch, 't4', node_name=name, **auth)
+    damaged = node_meta(core, name)[1][OWNED_ANNOTATION][:-1]  # cut short: no longer JSON
+    core.patch_node(name, {'metadata': {'annotations': {OWNED_ANNOTATION: damaged}}}, _content_type='application/merge-patch+json')
+    before = node_meta(core, name)
+    result = run(capsys, monkeypatch, 't4', node_name=name, state=state, failed=True, **auth)
+    assert result['msg'].startswith('Node %s: annotation %s is damaged: it is not JSON' % (name, OWNED_ANNOTATION))
+    assert 'exception' not in result and result['changed'] is False
+    many = run(capsys, monkeypatch, 't4', nodes=[dict(name=name, labels=applied['labels'])], state=state, continue_on_error=True, **auth)
+    assert many['failed_nodes'] == [name] and many['nodes'][name]['msg'] == result['msg'] and many['changed'] is False
+    assert node_meta(core, name) == before and set(applied['labels']) <= set(before[0])
+
+
 def test_diff_shows_labels_before_and_after(kube_api, node, capsys, monkeypatch):
     name, core = node
     result = run(capsys, monkeypatch, 't4', node_name=name, kubeconfig=kube_api.kubeconfig, _ansible_diff=True, _ansible_check_mode=True)

@@ -75,12 +75,22 @@ def test_a_stall_outlasts_a_client_timeout_or_delays_the_answer(kube_api, kube_f
     assert raw(kube_api, 'GET', path)[0] == 504
 
 
+def test_an_answer_of_another_kind_is_given_as_it_is(kube_api, kube_faults):
+    """A proxy's HTML page with 200, or a JSON body of the test's own: what the client reads, unchanged (issue #28)."""
+    path = f'/api/v1/namespaces/{kube_api.namespace}'
+    kube_faults.inject('GET', path, text='<html><body>Bad Gateway</body></html>', content_type='text/html')
+    kube_faults.inject('GET', path, status=500, text='{"kind": "Status"}')
+    assert raw(kube_api, 'GET', path) == (200, '<html><body>Bad Gateway</body></html>')
+    assert raw(kube_api, 'GET', path) == (500, {'kind': 'Status'})
+    assert raw(kube_api, 'GET', path)[1]['metadata']['name'] == kube_api.namespace
+
+
 def test_faults_are_cleared_and_bad_ones_refused(kube_api, kube_faults):
     path = f'/api/v1/namespaces/{kube_api.namespace}'
     kube_faults.inject('*', path, status=500, times=10)
     assert raw(kube_api, 'GET', path)[0] == 500
     kube_faults.clear_faults()
     assert kube_faults.faults == [] and raw(kube_api, 'GET', path)[0] == 200
-    for bad in (dict(), dict(status=200), dict(status=500, times=0)):
+    for bad in (dict(), dict(status=200), dict(status=500, times=0), dict(status=199, text='')):
         with pytest.raises(ValueError):
             kube_faults.inject('GET', path, **bad)

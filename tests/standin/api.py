@@ -10,7 +10,7 @@ custom resources, no garbage collection by ownerReferences, no controllers (noth
 server-side apply merges the applied configuration without tracking field managers, and a
 deleted namespace disappears at once together with its objects.
 
-Faults (error answers, stalls) are injected only on request: ``StandinAPI.inject()``, or the
+Faults (error answers, stalls, answers of another kind) are injected only on request: ``StandinAPI.inject()``, or the
 ``kube_faults`` pytest fixture that also removes them after the test.
 """
 import asyncio
@@ -142,7 +142,8 @@ _WRITE_VERBS = {'POST': 'create', 'PUT': 'update', 'PATCH': 'patch', 'DELETE': '
 
 @dataclasses.dataclass
 class Fault:
-    """An answer the stand-in gives instead of serving a request: a stall, an error Status, or a stall and then one.
+    """An answer the stand-in gives instead of serving a request: a stall, an error Status, or a stall and then one;
+    or an answer as a proxy in front of an apiserver may give it: `text` with `content_type`, status 200 by default.
 
     Matches requests whose HTTP method is `method` ('*': any) and whose URL path matches `path` in
     full, `times` times; then it is spent and the requests are served again. `seen` counts every
@@ -155,6 +156,8 @@ class Fault:
     times: int = 1
     retry_after: int | None = None
     message: str | None = None
+    text: str | None = None
+    content_type: str = 'application/json'
     seen: int = 0
     injected: int = 0
 
@@ -353,20 +356,24 @@ class StandinAPI(kmock.KubernetesEmulator):
     # ---- fault injection ------------------------------------------------------------------------
 
     def inject(self, method: str, path: str, status: int | None = None, delay: float = 0.0, times: int = 1,
-               retry_after: int | None = None, message: str | None = None) -> Fault:
+               retry_after: int | None = None, message: str | None = None, text: str | None = None,
+               content_type: str = 'application/json') -> Fault:
         """Answer the next `times` requests of `method` ('*': any) on a URL path matching `path` with a fault.
 
         `status`: an error Status with that code (a Retry-After header when `retry_after` is given);
         `delay`: stall that many seconds first (without `status`, the request is then served: a slow
-        server). Faults are tried in the order injected; each request meets at most one. Thread-safe.
+        server); `text`: answer with that body and `content_type` instead (status 200 unless given).
+        Faults are tried in the order injected; each request meets at most one. Thread-safe.
         """
-        if status is None and not delay:
-            raise ValueError('a fault needs a status, a delay or both')
-        if status is not None and not 400 <= status <= 599:
-            raise ValueError(f'a fault status is an HTTP error code (400-599), not {status}')
+        if status is None and not delay and text is None:
+            raise ValueError('a fault needs a status, a delay, a text or some of them')
+        if status is not None and not (200 if text is not None else 400) <= status <= 599:
+            raise ValueError(f'a fault status is an HTTP error code (400-599; 200-599 with a text), not {status}')
         if times < 1:
             raise ValueError(f'times must be 1 or more, not {times}')
-        fault = Fault(method.upper(), re.compile(path), status, delay, times, retry_after, message)
+        if text is not None and status is None:
+            status = 200
+        fault = Fault(method.upper(), re.compile(path), status, delay, times, retry_after, message, text, content_type)
         with self._faults_lock:
             self.faults.append(fault)
         return fault
@@ -394,6 +401,8 @@ class StandinAPI(kmock.KubernetesEmulator):
         if fault.status is None:
             return None
         headers = {'Retry-After': str(fault.retry_after)} if fault.retry_after is not None else None
+        if fault.text is not None:
+            return aiohttp.web.Response(text=fault.text, status=fault.status, content_type=fault.content_type, headers=headers)
         return aiohttp.web.json_response(fault.body(request.method.value, request.url.path, request.params),
                                          status=fault.status, headers=headers)
 

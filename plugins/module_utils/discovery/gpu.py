@@ -32,7 +32,14 @@ QUERY_GPU_ARGS = ['--query-gpu=' + ','.join(QUERY_FIELDS), '--format=csv,noheade
 NVRM_LINE = re.compile(r'^NVRM version:.*?Kernel Module\s+(?:for \S+\s+)?(\d+(?:\.\d+){1,2})\b', re.M)
 LIST_GPU_LINE = re.compile(r'^GPU (\d+): (.+?) \(UUID: ([^)]+)\)\s*$')
 LIST_MIG_LINE = re.compile(r'^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: ([^)]+)\)\s*$')
-MIB = re.compile(r'^(\d+) MiB$')
+MIB = re.compile(r'^([0-9]+) MiB$')
+NUMBER = re.compile(r'^[0-9]+$')
+SURROGATE = re.compile('[\ud800-\udfff]')
+# nvidia-smi's bus id: domain (4 or 8 hex digits), bus, device, function.
+BUS_ID = re.compile(r'^([0-9a-f]{4,8}):([0-9a-f]{2}:[0-9a-f]{2}\.[0-7])$')
+# Drivers that take a GPU from the host's NVIDIA driver on purpose, so that nvidia-smi does not list it: VFIO (passed
+# through to a VM; the GPU Operator's vfio-manager binds vfio-pci, Grace Hopper nvgrace_gpu_vfio_pci) and pci-stub.
+SET_ASIDE_DRIVERS = re.compile(r'vfio|^pci-stub$')
 # Seconds each nvidia-smi run may take: one waiting on a wedged GPU (or a hung driver) is stopped, and the run reports
 # it like any failing nvidia-smi. A healthy one answers in seconds, also with eight GPUs. Tests lower it.
 NVIDIA_SMI_TIMEOUT = 60
@@ -73,8 +80,17 @@ def pci_devices(sysfs_root):
         attrs = {key: read_text(os.path.join(base, name, key)) for key in ('vendor', 'device', 'class')}
         if attrs['vendor'] and attrs['class']:
             devices.append(dict(address=name.lower(), vendor=attrs['vendor'].lower(), device=(attrs['device'] or '').lower(),
-                                pci_class=attrs['class'].lower()))
+                                pci_class=attrs['class'].lower(), driver=bound_driver(os.path.join(base, name)),
+                                virtual_function=os.path.lexists(os.path.join(base, name, 'physfn'))))
     return devices
+
+
+def bound_driver(device_dir):
+    """The name of the kernel driver bound to the PCI function (its `driver` link), or None when none is."""
+    try:
+        return os.path.basename(os.readlink(os.path.join(device_dir, 'driver')))
+    except OSError:
+        return None
 
 
 def nvidia_display_devices(devices):
@@ -120,9 +136,10 @@ def proc_driver_version(procfs_root):
 
 
 def sysfs_address(bus_id):
-    """nvidia-smi's bus id (00000000:01:00.0) as sysfs names the device (0000:01:00.0)."""
-    domain, rest = bus_id.strip().lower().split(':', 1)
-    return '%04x:%s' % (int(domain, 16), rest)
+    """nvidia-smi's bus id (00000000:01:00.0) as sysfs names the device (0000:01:00.0); None for text that is no bus id
+    (nvidia-smi prints NVML's error for a GPU it cannot query, such as [Unknown Error])."""
+    match = BUS_ID.match((bus_id or '').strip().lower())
+    return '%04x:%s' % (int(match.group(1), 16), match.group(2)) if match else None
 
 
 def _text(element, path):
@@ -143,7 +160,8 @@ def _mib(value, what):
 
 
 def _int(value):
-    return int(value) if value is not None and value.isdigit() else None
+    # ASCII digits only: str.isdigit() also takes superscripts, which int() refuses.
+    return int(value) if value is not None and NUMBER.match(value) else None
 
 
 def parse_smi_xml(text):
@@ -203,7 +221,11 @@ def parse_query_gpu(text, fields=QUERY_FIELDS):
         cells = [cell.strip() for cell in line.split(', ')]
         if len(cells) != len(fields):
             raise DiscoveryError('line %d has %d fields, expected %d: %r' % (number, len(cells), len(fields), line))
-        rows.append({field: (None if cell in ('[N/A]', 'N/A', '') else cell) for field, cell in zip(fields, cells)})
+        # A value nvidia-smi could not read is NVML's error in brackets: [N/A], [Not Supported], [Unknown Error], ...
+        row = {field: (None if cell in ('N/A', '') or cell[:1] + cell[-1:] == '[]' else cell) for field, cell in zip(fields, cells)}
+        if row.get('index') is not None and not NUMBER.match(row['index']):
+            raise DiscoveryError('line %d: index is %r, not a GPU index' % (number, row['index']))
+        rows.append(row)
     return rows
 
 
@@ -231,14 +253,13 @@ def compute_capability(value):
 def _query_gpu_view(rows):
     gpus = []
     for position, row in enumerate(rows):
-        memory = row.get('memory.total')
         gpus.append(dict(
             index=_int(row.get('index')) if row.get('index') is not None else position,
             uuid=row.get('uuid'),
-            address=sysfs_address(row['pci.bus_id']) if row.get('pci.bus_id') else None,
+            address=sysfs_address(row.get('pci.bus_id')),
             name=row.get('name'),
             architecture=None,
-            memory=int(memory) if memory and memory.isdigit() else None,
+            memory=_int(row.get('memory.total')),
             compute_capability=compute_capability(row.get('compute_cap')),
             mig_capable=row.get('mig.mode.current') is not None,
             mig_enabled=row.get('mig.mode.current') == 'Enabled',
@@ -309,6 +330,8 @@ def _run(run, argv, what):
 
 
 def _parsed(parse, out, what):
+    # A byte that is not UTF-8 (the runner keeps it as a surrogate escape) is read as U+FFFD, as a terminal shows it.
+    out = SURROGATE.sub('\ufffd', out)
     try:
         return parse(out)
     except DiscoveryError as exc:
@@ -360,6 +383,41 @@ def disagreement(pci_gpus, gpus, sysfs_root):
             'disagree, check that sysfs_root is this node\'s sysfs' % (len(unseen), sysfs_root, ', '.join(unseen)))
 
 
+def for_nvidia_smi(dev):
+    """Whether nvidia-smi must list the PCI GPU `dev`: not when a driver set it aside for a VM (SET_ASIDE_DRIVERS) and
+    not for an SR-IOV virtual function (a vGPU host's VFs: nvidia-smi lists the physical GPU). Bound to nvidia, to
+    no driver (the NVIDIA driver failed to take it) or to nouveau, it must."""
+    return not dev.get('virtual_function') and not SET_ASIDE_DRIVERS.search(dev.get('driver') or '')
+
+
+def unlisted(pci_gpus, gpus):
+    """The PCI GPUs nvidia-smi must list (for_nvidia_smi) and does not, sorted by address; [] while nvidia-smi lists
+    no GPU (it failed or is missing, which is reported as such).
+
+    A GPU nvidia-smi lists is matched by its bus id; one listed without a readable bus id (-L alone, or NVML's
+    [Unknown Error]) may be any of the others: only more unmatched GPUs than such entries are missing, and then every
+    unmatched one is named.
+    """
+    if not gpus:
+        return []
+    listed = set(gpu['address'] for gpu in gpus if gpu.get('address'))
+    unmatched = [dev for dev in pci_gpus if for_nvidia_smi(dev) and dev['address'] not in listed]
+    unaddressed = len([gpu for gpu in gpus if not gpu.get('address')])
+    return sorted(unmatched, key=lambda dev: dev['address']) if len(unmatched) > unaddressed else []
+
+
+def unlisted_message(missing, gpus):
+    """What unlisted() found, for the driver validation, the labels and the doctor; None when nothing is missing."""
+    if not missing:
+        return None
+    named = ', '.join('%s (%s)' % (dev['address'], 'bound to %s' % dev['driver'] if dev.get('driver') else 'no driver bound')
+                      for dev in missing)
+    unaddressed = len([gpu for gpu in gpus if not gpu.get('address')])
+    return ('nvidia-smi lists %d GPU(s)%s but not every NVIDIA GPU on the PCI bus; missing: %s. The NVIDIA driver did not '
+            'initialise them: look for NVRM and Xid lines in the kernel log (journalctl -k), then reboot; replace a GPU that stays missing'
+            % (len(gpus), ' (%d without a readable PCI bus id)' % unaddressed if unaddressed else '', named))
+
+
 def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os-release', nvidia_smi=None, configured=False):
     """All facts the label rules need, from the roots and nvidia-smi (`nvidia_smi` None: not found; `configured`:
     the path is the nvidia_smi option's)."""
@@ -379,6 +437,7 @@ def gather(run, sysfs_root='/sys', procfs_root='/proc', os_release_path='/etc/os
         nvidia_smi_errors=errors,
         nvidia_smi_problem=smi_problem(nvidia_smi, configured),
         disagreement=disagreement(display, gpus, sysfs_root),
+        unlisted=unlisted(display, gpus),
         mig_listing_available=listing is not None,
         driver_version=driver_version,
         cuda_version=(xml_report or {}).get('cuda_version'),

@@ -307,14 +307,14 @@ def driver_findings(facts):
         found.append(finding('driver-library-mismatch', 'error',
                              'the loaded kernel module is %s but nvidia-smi reports %s' % (loaded['version'], smi_version),
                              ['/proc/driver/nvidia/version: %s' % loaded['version'], 'nvidia-smi driver_version: %s' % smi_version], _RELOAD_DRIVER))
-    listed = [item for item in gpu['gpus'] if item.get('address')]
-    if listed:
-        missing = sorted(set(dev['address'] for dev in gpu['pci_gpus']) - set(item['address'] for item in listed))
-        if missing:
-            found.append(finding('gpu-not-visible', 'error', '%d GPU(s) on the PCI bus are not listed by nvidia-smi' % len(missing),
-                                 ['PCI %s: not in nvidia-smi' % address for address in missing],
-                                 'the driver failed to initialise them: look for Xid and NVRM lines in the kernel log, then reboot; '
-                                 'replace a GPU that stays missing'))
+    # Which GPUs nvidia-smi must list is discovery's rule, the one the driver validation and the labels apply.
+    missing = gpu.get('unlisted') or []
+    if missing:
+        found.append(finding('gpu-not-visible', 'error', '%d GPU(s) on the PCI bus are not listed by nvidia-smi' % len(missing),
+                             ['PCI %s: not in nvidia-smi (%s)' % (dev['address'], 'bound to %s' % dev['driver'] if dev.get('driver') else
+                                                                  'no driver bound') for dev in missing],
+                             'the driver failed to initialise them: look for Xid and NVRM lines in the kernel log, then reboot; '
+                             'replace a GPU that stays missing'))
     working = not any(item['check'] in ('driver-not-loaded', 'nvidia-smi-failed') for item in found)
     if facts.get('secure_boot') == 'enabled' and not working:
         found.append(finding('secure-boot', 'error', 'Secure Boot is enabled and no NVIDIA module works: the kernel loads only signed modules',

@@ -52,7 +52,7 @@ def gather_driver(module):
     except gpu_discovery.DiscoveryError as exc:
         # nvidia-smi printed something it does not document: report that, keep the PCI view.
         gpu = dict(pci_gpus=pci_gpus, gpus=[], nvidia_smi=binary, nvidia_smi_errors=[str(exc)], nvidia_smi_problem=None, driver_version=None,
-                   disagreement=None)
+                   disagreement=None, unlisted=[])
     modules = gpu_discovery.read_text(os.path.join(params['procfs_root'], 'modules'))
     return dict(gpu=gpu, proc_driver=driver_state.proc_driver(params['procfs_root']),
                 modules=driver_state.parse_proc_modules(modules) if modules is not None else None,

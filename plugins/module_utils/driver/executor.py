@@ -39,15 +39,17 @@ def _tail(rc, out, err):
     return 'rc=%d: %s' % (rc, ' / '.join(lines[-OUTPUT_LINES:]))
 
 
-def query_smi(module, configured):
-    """What nvidia-smi says: dict(binary, working, version, gpus, errors)."""
+def query_smi(module, configured, pci_gpus):
+    """What nvidia-smi says: dict(binary, working, version, gpus, errors, addresses, unlisted); unlisted: the message
+    naming the GPUs of `pci_gpus` (the PCI bus's) that it must list and does not, or None."""
     binary = gpu_discovery.find_nvidia_smi(configured, module.get_bin_path)
     xml_report, query_rows, listing, errors = gpu_discovery.query_nvidia_smi(gpu_discovery.runner(module), binary, bool(configured))
     merged = gpu_discovery.merge_views(xml_report, query_rows, listing)
     version = (xml_report or {}).get('driver_version') or next(
         (row['driver_version'] for row in query_rows or [] if row.get('driver_version')), None)
     return dict(binary=binary, working=bool(merged), version=version, gpus=len(merged), errors=errors,
-                addresses=[gpu['address'] for gpu in merged if gpu.get('address')])
+                addresses=[gpu['address'] for gpu in merged if gpu.get('address')],
+                unlisted=gpu_discovery.unlisted_message(gpu_discovery.unlisted(pci_gpus, merged), merged))
 
 
 def installed_packages(module, manager):
@@ -108,7 +110,7 @@ def gather(module):
         manager=manager,
         initramfs=initramfs,
         record=record,
-        smi=dict(binary=None, working=False, version=None, gpus=0, errors=[]),
+        smi=dict(binary=None, working=False, version=None, gpus=0, errors=[], unlisted=None),
         installed_packages={},
         held_packages=set(),
         package_version=None,
@@ -122,7 +124,7 @@ def gather(module):
     # validated asks nvidia-smi on a node whose PCI bus shows no GPU too: GPUs it lists there mean the two views
     # disagree (a sysfs_root that is not this node's), which is reported rather than validating "0 GPUs".
     if facts['gpus'] or params['state'] == 'validated' or (params['state'] == 'absent' and facts['loaded']):
-        facts['smi'] = query_smi(module, params['nvidia_smi'])
+        facts['smi'] = query_smi(module, params['nvidia_smi'], gpu_discovery.nvidia_display_devices(devices))
     facts['disagreement'] = gpu_discovery.disagreement(gpu_discovery.nvidia_display_devices(devices), [
         dict(address=address, index=number) for number, address in enumerate(facts['smi'].get('addresses', []))], params['sysfs_root'])
     working = facts['smi']['working']
@@ -266,11 +268,13 @@ class Executor(object):
             driver['version'] = self._installed_version() or driver['version']
             driver['branch'] = driver_state.branch_of(driver['version'])
             return
-        smi = query_smi(self.module, params['nvidia_smi'])
+        smi = query_smi(self.module, params['nvidia_smi'], gpu_discovery.nvidia_display_devices(gpu_discovery.pci_devices(params['sysfs_root'])))
         loaded = driver_state.proc_driver(params['procfs_root'])
         driver.update(installed=True, loaded=bool(loaded or 'nvidia' in driver_state.loaded_modules(params['procfs_root'])),
                       version=smi['version'] or (loaded or {}).get('version') or self._installed_version() or driver['version'])
         driver['branch'] = driver_state.branch_of(driver['version'])
+        if smi['unlisted']:
+            raise DriverError('the driver is installed, but %s' % smi['unlisted'])
         if smi['working']:
             ready = os.path.join(params['validations_dir'], driver_state.DRIVER_READY)
             data = to_bytes(driver_state.driver_ready_text())

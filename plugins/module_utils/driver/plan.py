@@ -74,6 +74,8 @@ def _validated(facts, params, result):
     if not facts['smi']['working']:
         kind, message = driver_state.smi_failure(facts['smi']['errors'], facts['loaded'])
         raise DriverError(('state=validated installs nothing and %s' % message) if kind == 'no-driver' else message)
+    if facts['smi'].get('unlisted'):
+        raise DriverError('the driver does not work on every GPU: %s' % facts['smi']['unlisted'])
     result['driver'] = _driver(facts, driver_state.driver_source(True, facts['record']), None)
     result['steps'] = _ready_steps(facts, params)
 

@@ -60,6 +60,10 @@ BACKOFF = 0.5  # seconds before the first retry, doubled before each further one
 MAX_DELAY = 10.0  # seconds: the longest wait before a retry, also when the server's Retry-After asks for more
 REQUEST_TIMEOUT = (10, 30)  # seconds to connect, and to wait for the answer
 CONFLICT_ATTEMPTS = 3  # read-modify-write rounds while the object keeps changing between the read and the write
+LIST_PAGE = 500  # objects asked for per list request: a fleet's Node list comes in pages, not as one answer of megabytes
+# Pages one list may take: an apiserver ends every list (5000 Nodes are 10 full pages); a proxy that keeps answering
+# with a continue token would otherwise be followed for ever.
+MAX_PAGES = 1000
 # The notes of doc_fragments/k8s_auth.py state these numbers.
 
 
@@ -225,6 +229,21 @@ def describe(exc, verb, ref, host, timeout, tries=1):
     return text + (' (gave up after %d tries)' % tries if tries > 1 else '')
 
 
+def json_object(data, verb, ref, host):
+    """The body of an answer (bytes) as a JSON object; ApiError naming what came instead (a proxy's HTML page, ...)."""
+    try:
+        value = json.loads(data)
+    except ValueError:  # UnicodeDecodeError included
+        value, what = None, 'text that is not JSON'
+    else:
+        what = {list: 'a JSON array', str: 'a JSON string', bool: 'a JSON boolean', type(None): 'JSON null'}.get(type(value), 'a JSON number')
+    if isinstance(value, dict):
+        return value
+    text = data.decode('utf-8', 'replace') if isinstance(data, bytes) else str(data)
+    raise ApiError('cannot %s %s: the Kubernetes API at %s answered with %s, not a Kubernetes object (is a proxy or load '
+                   'balancer answering for it?): %r' % (verb, ref, host, what, ' '.join(text.split())[:200]))
+
+
 class Api(object):
     """Calls into the kubernetes client with a request timeout; transient faults are retried, others raise ApiError."""
 
@@ -252,6 +271,33 @@ class Api(object):
                 if not retryable or tries >= self.attempts:
                     raise ApiError(describe(exc, verb, ref, self.client.configuration.host, self.timeout, tries), status, tries) from exc
                 self.sleep(retry_delay(tries, self.backoff, retry_after))
+
+    def read(self, verb, ref, method, *args, **kwargs):
+        """call() with the answer as a decoded JSON object (raw: the client's models reject objects that lack fields
+        they require); an answer that is not one raises ApiError."""
+        answer = self.call(verb, ref, method, *args, _preload_content=False, **kwargs)
+        return json_object(answer.data, verb, ref, self.client.configuration.host)
+
+    def list_items(self, ref, method, *args, **kwargs):
+        """The items of a list call, read page by page (LIST_PAGE at a time); ApiError when the pages do not end: the
+        API gives a continue token a second time, or more than MAX_PAGES pages."""
+        items, token, seen = [], None, set()
+        for _page in range(MAX_PAGES):
+            if token:
+                kwargs['_continue'] = token
+            page = self.read('list', ref, method, *args, limit=LIST_PAGE, **kwargs)
+            found = page.get('items') or []
+            if not isinstance(found, list) or not all(isinstance(item, dict) for item in found):
+                raise ApiError('cannot list %s: the API\'s answer has no list of objects under items: %r' % (ref, str(found)[:200]))
+            items += found
+            token = (page.get('metadata') or {}).get('continue')
+            if not token:
+                return items
+            if token in seen:
+                raise ApiError('cannot list %s: the API gave the continue token %r a second time, so its pages would never end '
+                               '(is a proxy answering for it from a cache?)' % (ref, str(token)[:100]))
+            seen.add(token)
+        raise ApiError('cannot list %s: the API still gave a continue token after %d pages of %d' % (ref, MAX_PAGES, LIST_PAGE))
 
     def read_modify_write(self, attempt, check_mode=False):
         """Run a read-modify-write, again on a fresh read when the write meets 409 Conflict; returns (result, changed).

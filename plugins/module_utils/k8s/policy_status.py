@@ -62,7 +62,9 @@ def policy_status(current, state, reason, message, namespace, now=None):
     if REASONS[reason] != state:
         raise PolicyStatusError('state %s does not go with reason %s (the GPU Operator records %s with it)' % (state, reason, REASONS[reason]))
     now = now or datetime.datetime.now(datetime.timezone.utc).strftime('%Y-%m-%dT%H:%M:%SZ')
-    previous = {c.get('type'): c for c in (current or {}).get('conditions') or []}
+    # Only conditions of the Operator's shape say since when they hold; anything else in the status is replaced.
+    found = current.get('conditions') if isinstance(current, dict) else None
+    previous = dict((c['type'], c) for c in found if isinstance(c, dict) and isinstance(c.get('type'), str)) if isinstance(found, list) else {}
     written = []
     for condition in conditions(state, reason, message or MESSAGES[reason]):
         old = previous.get(condition['type']) or {}

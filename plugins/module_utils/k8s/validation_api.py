@@ -14,7 +14,6 @@ reading of each Pod into a state is validation.py's (pure); this module only cal
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-import json
 import time
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
@@ -30,9 +29,8 @@ def _core(api):
 
 def _list(api, what, method, *args, **kwargs):
     """The items of a list call, as decoded JSON (raw: the client's models reject objects that lack fields they require)."""
-    answer = api.call('list', k8s_client.ObjectRef(what, '', what.lower() + 's', namespace=args[0] if args else None), method,
-                      *args, _preload_content=False, **kwargs)
-    return json.loads(answer.data).get('items') or []
+    return api.read('list', k8s_client.ObjectRef(what, '', what.lower() + 's', namespace=args[0] if args else None), method,
+                    *args, **kwargs).get('items') or []
 
 
 def list_pods(api, namespace, kind):

@@ -162,6 +162,11 @@ def run(module, result):
         result['labels'] = given_labels(params['labels'])
     elif params['state'] == 'present':
         facts = discover(module)
+        missing = gpu_discovery.unlisted_message(facts['unlisted'], facts['gpus'])
+        if missing:
+            # gpu.count and the rest would describe only the GPUs that work: nothing is labelled rather than that.
+            result['discovery'] = facts
+            raise nfd_label_rules.LabelError('the labels are not computed: ' + missing)
         deploy = dict((k, label_value(v)) for k, v in (params['deploy'] or {}).items())
         deploy.setdefault('driver', driver_label(params, facts))
         labels, warnings = nfd_label_rules.compute_labels(

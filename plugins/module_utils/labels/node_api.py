@@ -35,7 +35,7 @@ class NodeLabelsError(GpuOpsError):
 
 def owned_labels(annotations):
     """{key: the value we set} from the ownership annotation ({} when absent or unreadable; value None when the
-    annotation is an earlier release's list of keys)."""
+    annotation is an earlier release's list of keys). What a reader takes of a damaged one (see damage())."""
     try:
         recorded = json.loads((annotations or {}).get(OWNED_ANNOTATION) or '{}')
     except ValueError:
@@ -45,6 +45,37 @@ def owned_labels(annotations):
     if isinstance(recorded, dict):
         return dict((key, value) for key, value in recorded.items() if isinstance(key, str) and isinstance(value, str))
     return {}
+
+
+def damage(annotations):
+    """What is wrong with the ownership annotation, or None when it is absent or as this module writes it."""
+    text = (annotations or {}).get(OWNED_ANNOTATION)
+    if text is None:
+        return None
+    try:
+        recorded = json.loads(text)
+    except ValueError as exc:
+        return 'it is not JSON (%s)' % exc
+    if isinstance(recorded, list) and all(isinstance(key, str) for key in recorded):
+        return None
+    if isinstance(recorded, dict) and all(isinstance(value, str) for value in recorded.values()):
+        return None
+    return 'it is not a JSON object of label values (nor a list of label keys)'
+
+
+def checked_owned_labels(node_name, annotations):
+    """owned_labels() for a change to the Node: a damaged record means nothing is touched (NodeLabelsError).
+
+    Without the record, absent would remove none of our labels and drop the record, and present would take only
+    the labels it sets now: every other label we set would stay on the Node for good.
+    """
+    problem = damage(annotations)
+    if problem:
+        raise NodeLabelsError('Node %s: annotation %s is damaged: %s: %r. It records the labels this collection set there, so '
+                              'nothing is changed on this Node. Restore it, or remove it (kubectl annotate node %s %s-): '
+                              'state=present then records the labels it sets anew, and the labels recorded before stay'
+                              % (node_name, OWNED_ANNOTATION, problem, annotations[OWNED_ANNOTATION][:200], node_name, OWNED_ANNOTATION))
+    return owned_labels(annotations)
 
 
 def reconcile(current, owned, desired, state='present'):
@@ -125,9 +156,9 @@ def node_ref(node_name):
 
 
 def read_node(api, node_name):
-    """The Node as decoded JSON (raw: the client's models reject a Node whose status lacks fields they require)."""
+    """The Node as decoded JSON (k8s_client.Api.read)."""
     from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel  # needed only where the API is called
-    return json.loads(api.call('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name, _preload_content=False).data)
+    return api.read('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name)
 
 
 def apply(api, node_name, desired, state='present', check_mode=False):
@@ -142,7 +173,7 @@ def apply(api, node_name, desired, state='present', check_mode=False):
     def attempt():
         metadata = read_node(api, node_name)['metadata']
         current = dict(metadata.get('labels') or {})
-        plan = reconcile(current, owned_labels(metadata.get('annotations')), desired, state)
+        plan = reconcile(current, checked_owned_labels(node_name, metadata.get('annotations')), desired, state)
         patch = merge_patch(metadata.get('annotations'), plan, metadata.get('resourceVersion'))
         if patch is None:
             return (plan, current), None
@@ -154,10 +185,6 @@ def apply(api, node_name, desired, state='present', check_mode=False):
     return plan, current, changed
 
 
-# Nodes listed per request: a fleet's Node list comes in pages rather than as one answer of tens of megabytes.
-LIST_PAGE = 500
-
-
 def node_metadata(node):
     """What planning needs of a Node object: its labels, annotations and resourceVersion."""
     metadata = node.get('metadata') or {}
@@ -165,9 +192,10 @@ def node_metadata(node):
                 resource_version=metadata.get('resourceVersion'))
 
 
-def plan_node(metadata, desired, state='present'):
-    """(plan, patch) for one Node from node_metadata(): the reconcile() plan and its merge patch (None: nothing to write)."""
-    plan = reconcile(metadata['labels'], owned_labels(metadata['annotations']), desired, state)
+def plan_node(name, metadata, desired, state='present'):
+    """(plan, patch) for Node `name` from node_metadata(): the reconcile() plan and its merge patch (None: nothing to
+    write); NodeLabelsError for a damaged ownership annotation."""
+    plan = reconcile(metadata['labels'], checked_owned_labels(name, metadata['annotations']), desired, state)
     return plan, merge_patch(metadata['annotations'], plan, metadata['resource_version'])
 
 
@@ -180,34 +208,34 @@ def plan_nodes(listed, requested, state='present'):
     """Plan every requested Node from one list of the Nodes; pure.
 
     listed: {name: node_metadata()}; requested: [(name, desired labels)]. Returns {name: {current, plan, patch,
-    error}}: error is the message for a Node the list does not hold (plan and patch are then None).
+    error}}: error is the message for a Node the list does not hold or whose ownership annotation is damaged (plan
+    and patch are then None).
     """
     planned = {}
     for name, desired in requested:
         if name not in listed:
             planned[name] = dict(current=None, plan=None, patch=None, error=missing_node_message(name))
             continue
-        plan, patch = plan_node(listed[name], desired, state)
+        try:
+            plan, patch = plan_node(name, listed[name], desired, state)
+        except NodeLabelsError as exc:
+            planned[name] = dict(current=listed[name]['labels'], plan=None, patch=None, error=str(exc))
+            continue
         planned[name] = dict(current=listed[name]['labels'], plan=plan, patch=patch, error=None)
     return planned
 
 
 def list_nodes(api):
-    """{name: node_metadata()} of every Node, read page by page (raw JSON, as in read_node)."""
+    """{name: node_metadata()} of every Node, read page by page (k8s_client.Api.list_items)."""
     from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
-    core = CoreV1Api(api.client)
     ref = k8s_client.ObjectRef('Node', '(all)', 'nodes')
-    listed, token = {}, None
-    while True:
-        kwargs = dict(limit=LIST_PAGE, _preload_content=False)
-        if token:
-            kwargs['_continue'] = token
-        page = json.loads(api.call('list', ref, core.list_node, **kwargs).data)
-        for node in page.get('items') or []:
-            listed[node['metadata']['name']] = node_metadata(node)
-        token = (page.get('metadata') or {}).get('continue')
-        if not token:
-            return listed
+    listed = {}
+    for node in api.list_items(ref, CoreV1Api(api.client).list_node):
+        name = (node.get('metadata') or {}).get('name')
+        if not isinstance(name, str):
+            raise k8s_client.ApiError('cannot list %s: the API listed a Node without metadata.name: %r' % (ref, str(node)[:200]))
+        listed[name] = node_metadata(node)
+    return listed
 
 
 def _node_attempt(api, core, name, first, desired, state):
@@ -218,7 +246,7 @@ def _node_attempt(api, core, name, first, desired, state):
         if rounds:
             metadata = node_metadata(read_node(api, name))
             current = metadata['labels']
-            plan, patch = plan_node(metadata, desired, state)
+            plan, patch = plan_node(name, metadata, desired, state)
         else:
             current, plan, patch = first['current'], first['plan'], first['patch']
         rounds.append(1)
@@ -248,7 +276,7 @@ def apply_many(api, requested, state='present', check_mode=False):
             continue
         try:
             (plan, current), changed = api.read_modify_write(_node_attempt(api, core, name, first, desired[name], state), check_mode)
-        except k8s_client.ApiError as exc:
+        except (k8s_client.ApiError, NodeLabelsError) as exc:  # NodeLabelsError: damaged since the list (read again on a 409)
             results[name] = dict(plan=first['plan'], before=first['current'], changed=False, error=str(exc))
             continue
         results[name] = dict(plan=plan, before=current, changed=changed, error=None)

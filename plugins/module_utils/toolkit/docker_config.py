@@ -22,6 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtim
 DEFAULT_KEY = 'default-runtime'
 # nvidia-ctk and `dockerd` documentation both indent daemon.json by 4 spaces.
 DEFAULT_INDENT = 4
+LONE_SURROGATE = re.compile('[\ud800-\udfff]')
 
 
 class JsonObject(dict):
@@ -89,7 +90,11 @@ class DockerDialect(Dialect):
             return original
         if not doc and not original.strip():
             return original
-        return line_ends_like(original, json.dumps(doc, indent=detect_indent(original), ensure_ascii=False) + '\n')
+        text = json.dumps(doc, indent=detect_indent(original), ensure_ascii=False)
+        # A lone surrogate escape (\udc80) read from the file is no character UTF-8 can hold: it is written back as the
+        # escape it was (dockerd reads it as U+FFFD, as before). Surrogate pairs were read as one character.
+        text = LONE_SURROGATE.sub(lambda match: '\\u%04x' % ord(match.group()), text)
+        return line_ends_like(original, text + '\n')
 
     def has_runtime(self, doc, name):
         runtimes = _object(doc, 'runtimes')

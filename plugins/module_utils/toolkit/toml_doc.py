@@ -168,19 +168,24 @@ def _placement(doc, keys):
     `owner` is the table whose dotted keys define the table at `keys` (a
     [header] table added there would be rendered after the keys that follow
     and take them over, so new content goes in as dotted keys of `owner`);
-    `inline` is true inside an inline table; (None, None, False) means a [header] table.
+    `inline` is true inside an inline table, also one a dotted key holds
+    (`containerd.runtimes = { ... }`: an inline table cannot be extended by
+    more dotted keys); (None, None, False) means a [header] table.
     """
     current = doc
+    owner = relative = None
     for depth, key in enumerate(keys):
         if isinstance(current, InlineTable):
             return None, None, True
-        entry = _entry_key(current, key)
+        entry = _entry_key(current, key) if owner is None else None
         if entry is not None and entry.is_dotted():
-            return current, keys[depth:], False
+            owner, relative = current, keys[depth:]
         current = _child(current, key)
         if current is None:
-            return None, None, False
-    return None, None, isinstance(current, InlineTable)
+            break
+    if isinstance(current, InlineTable):
+        return None, None, True
+    return owner, relative, False
 
 
 def fresh(value):

@@ -43,8 +43,8 @@ RUNTIME_PARAM_NAMES = ['nvidia', 'gpu', 'nvidia-2', '0gpu']
 BINARIES = ['/usr/bin/nvidia-container-runtime', "/opt/my bin/nvidia'rt", '/usr/local/nvidia/toolkit/nvidia-container-runtime\u00e9']
 VARIANT_SETS = [[], [], [], [], ['cdi'], ['legacy'], ['legacy', 'cdi']]
 # How often each layout of the CRI table (see _cri_lines) and of a runtime's options (see _runtime_lines) comes up.
-LAYOUTS = [0] * 40 + [1, 2, 2, 3, 3, 3, 3, 4]
-CRIO_LAYOUTS = [0] * 16 + [1, 2, 2, 2, 3]
+LAYOUTS = [0] * 40 + [1, 2, 2, 3, 3, 3, 3, 4, 5]
+CRIO_LAYOUTS = [0] * 16 + [1, 2, 2, 2, 3, 4]
 OPTION_STYLES = [0] * 12 + [1, 1, 1, 2]
 
 
@@ -129,8 +129,13 @@ def _runtime_lines(choices, prefix, name, indent, literal):
     return lines
 
 
+def _inline_runtimes(names):
+    runtime = '{ runtime_type = %s, options = { SystemdCgroup = true } }' % toml_string('io.containerd.runc.v2')
+    return '{ %s }' % ', '.join('%s = %s' % (toml_key(name), runtime) for name in names)
+
+
 def _cri_lines(choices, version, quoted_cri, indent, literal, top):
-    """The CRI plugin's default runtime, runtimes and enable_cdi, in one of five layouts.
+    """The CRI plugin's default runtime, runtimes and enable_cdi, in one of six layouts.
 
     `top` collects lines that must stay at the top level (before any table).
     """
@@ -182,11 +187,24 @@ def _cri_lines(choices, version, quoted_cri, indent, literal, top):
             inner.append('containerd = { %s }' % ', '.join(containerd))
         if inner:
             top.append('plugins = { %s = { %s } }' % (quoted_cri, ', '.join(inner)))
-    else:  # dotted keys from the top level
+    elif layout == 4:  # dotted keys from the top level
         if default:
             top.append('%s.containerd.%s' % (prefix, default_line))
         for name in runtimes:
             top.append('%s.containerd.runtimes.%s.runtime_type = "io.containerd.runc.v2"' % (prefix, toml_key(name)))
+        if cdi:
+            top.append('%s.enable_cdi = %s' % (prefix, cdi))
+    elif choices.chance(1, 2):  # a dotted key holding the runtimes as an inline table (issue #28 item 11), in the CRI table
+        lines += ['', '[%s]' % prefix]
+        if default:
+            lines.append('containerd.' + default_line)
+        lines.append('%scontainerd.runtimes = %s' % (indent, _inline_runtimes(runtimes)))
+        if cdi:
+            lines.append('enable_cdi = %s' % cdi)
+    else:  # the same from the top level
+        if default:
+            top.append('%s.containerd.%s' % (prefix, default_line))
+        top.append('%s.containerd.runtimes = %s' % (prefix, _inline_runtimes(runtimes)))
         if cdi:
             top.append('%s.enable_cdi = %s' % (prefix, cdi))
     return lines
@@ -259,9 +277,12 @@ def crio_cases(draw):
         lines += settings
         if runtimes:
             lines.append('runtimes = { %s }' % ', '.join('%s = { runtime_path = "/usr/bin/x" }' % toml_key(name) for name in runtimes))
-    else:  # dotted keys from the top level
+    elif layout == 3:  # dotted keys from the top level
         lines += ['crio.runtime.%s' % setting for setting in settings]
         lines += ['crio.runtime.runtimes.%s.runtime_path = "/usr/bin/x"' % toml_key(name) for name in runtimes]
+    else:  # a dotted key holding the runtimes as an inline table (issue #28 item 11)
+        lines += ['[crio]'] + ['runtime.%s' % setting for setting in settings]
+        lines.append('runtime.runtimes = { %s }' % ', '.join('%s = { runtime_path = "/usr/bin/x" }' % toml_key(name) for name in runtimes))
     if choices.chance(1, 4):
         lines += ['', '[crio.image]', 'pause_image = %s' % _value(choices)]
     if not lines:

@@ -148,6 +148,8 @@ def check_containerd(case):
     count(test, 'examples')
     count(test, 'version %d' % version)
     count(test, 'with drop-in' if drop_in else 'in place')
+    if 'containerd.runtimes = {' in original.decode('utf-8'):
+        count(test, 'runtimes as a dotted key holding an inline table')
     existing = dict((name, (runtime.get('options') or {}).get('BinaryName'))
                     for name, runtime in _cri(before, version).get('containerd', {}).get('runtimes', {}).items())
     if _taken_over(test, existing, opts):
@@ -210,6 +212,8 @@ def check_crio(case):
     before = tomllib.loads(original.decode('utf-8')) if original is not None else {}
     count(test, 'examples')
     count(test, 'new drop-in' if original is None else 'existing drop-in')
+    if original is not None and b'runtime.runtimes = {' in original:
+        count(test, 'runtimes as a dotted key holding an inline table')
     existing = dict((name, runtime.get('runtime_path')) for name, runtime in before.get('crio', {}).get('runtime', {}).get('runtimes', {}).items())
     if _taken_over(test, existing, opts):
         with pytest.raises(rc.ConfigError, match='is a runtime of its own'):

@@ -11,7 +11,9 @@ no undo record, no temp file). A few hostile-looking inputs are valid and must
 work: CRLF line ends, no final newline, an empty file, and a symlink at the
 path, which is followed: the file it names is edited, the link stays, and
 absent gives that file back byte for byte (read_bytes and write_atomic in
-files.py; a dangling link or a loop fails).
+files.py; a dangling link or a loop fails). So must files the runtimes load as
+they are (issue #28 item 11): the runtimes table as a dotted key holding an
+inline table, a lone surrogate escape in daemon.json.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -19,7 +21,9 @@ __metaclass__ = type
 
 import errno
 import fcntl
+import json
 import os
+import tomllib
 
 import pytest
 
@@ -336,6 +340,57 @@ def test_symlink_at_the_path_is_followed(capsys, tmp_path, module_name):
     before = snapshot(tmp_path)
     assert run(capsys, module, path, set_as_default=True)['changed'] is True
     assert path.is_symlink() and b'nvidia' in real.read_bytes()
+    assert run(capsys, module, path, state='absent')['changed'] is True
+    assert snapshot(tmp_path) == before
+    count('hostile inputs %s' % module.name, 'cases')
+
+
+# Files the runtime loads as they are, which must be edited faithfully (issue #28 item 11): (case, bytes).
+# containerd 1.6, 1.7 and 2.1 load the first two, 2.1 the third (version 3), and each the module's
+# output with the nvidia runtime as the default (containerd config dump in the lab images; the captures kept are
+# described in tests/unit/fixtures/containerd/SOURCE.md).
+INLINE = '{ runc = { runtime_type = "io.containerd.runc.v2", options = { SystemdCgroup = true } } }'
+LOADED_AS_IS = {
+    'containerd': [
+        ('runtimes as a dotted key holding an inline table', ('version = 2\n[%s]\n  containerd.runtimes = %s\n' % (CRI, INLINE)).encode()),
+        ('the same with the default runtime as a dotted key', ('version = 2\n[%s]\n  containerd.default_runtime_name = "runc"\n'
+                                                               '  containerd.runtimes = %s\n' % (CRI, INLINE)).encode()),
+        ('the same from the top level, version 3', ('version = 3\nplugins."io.containerd.cri.v1.runtime".containerd.runtimes = %s\n'
+                                                    % INLINE).encode()),
+    ],
+    'crio': [('runtimes as a dotted key holding an inline table', b'[crio]\nruntime.runtimes = { crun = { runtime_path = "/usr/bin/crun" } }\n')],
+    'docker': [('a lone surrogate escape', b'{\n    "log-opts": {"tag": "\\udc80"},\n    "runtimes": {}\n}\n')],
+}
+
+
+def _runtimes(module_name, data):
+    if module_name == 'docker':
+        return json.loads(data)['runtimes']
+    doc = tomllib.loads(data.decode('utf-8'))
+    if module_name == 'crio':
+        return doc['crio']['runtime']['runtimes']
+    cri = doc['plugins'].get('io.containerd.grpc.v1.cri') or doc['plugins']['io.containerd.cri.v1.runtime']
+    return cri['containerd']['runtimes']
+
+
+@pytest.mark.parametrize('module_name, case, content', [
+    (module_name, case, content) for module_name, cases in sorted(LOADED_AS_IS.items()) for case, content in cases
+], ids=lambda value: value if isinstance(value, str) and len(value) < 60 else '')
+def test_file_the_runtime_loads_is_edited_faithfully(capsys, tmp_path, module_name, case, content):
+    module = MODULES[module_name]
+    path = module.path(tmp_path)
+    path.write_bytes(content)
+    before = snapshot(tmp_path)
+    assert run(capsys, module, path, set_as_default=True)['changed'] is True
+    written = path.read_bytes()
+    runtimes = _runtimes(module_name, written)
+    nvidia = runtimes['nvidia']
+    binary = dict(docker=nvidia.get('path'), crio=nvidia.get('runtime_path'), containerd=nvidia.get('options', {}).get('BinaryName'))
+    assert binary[module_name].endswith('/nvidia-container-runtime'), nvidia
+    assert set(_runtimes(module_name, content)) < set(runtimes), 'the runtimes found are kept'
+    if module_name == 'docker':
+        assert b'"tag": "\\udc80"' in written and json.loads(written)['log-opts'] == json.loads(content)['log-opts']
+    assert run(capsys, module, path, set_as_default=True)['changed'] is False
     assert run(capsys, module, path, state='absent')['changed'] is True
     assert snapshot(tmp_path) == before
     count('hostile inputs %s' % module.name, 'cases')

@@ -25,6 +25,7 @@ import stat
 
 import pytest
 
+from ansible.module_utils import basic
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config
 from tests.unit.fault.fault_support import count, snapshot
 from tests.unit.fault.test_hostile_inputs import CRI, MODULES, run
@@ -71,8 +72,12 @@ def _edit(module_name, path):
 
 
 @pytest.mark.parametrize('module_name', sorted(MODULES))
-def test_absent_leaves_a_runtime_configured_before(capsys, tmp_path, module_name):
+def test_absent_leaves_a_runtime_configured_before(capsys, tmp_path, monkeypatch, module_name):
     """Issue 28 item 1: configured by someone else, present keeps no record and absent removes nothing."""
+    # Caught where the module hands it over: with ansible's controller code imported in this process (another test
+    # file's), module warnings no longer reach the result's `warnings`.
+    warned = []
+    monkeypatch.setattr(basic.AnsibleModule, 'warn', lambda _self, warning: warned.append(warning))
     module = MODULES[module_name]
     path = module.path(tmp_path)
     path.write_bytes(CONFIGURED_BEFORE[module_name])
@@ -84,7 +89,7 @@ def test_absent_leaves_a_runtime_configured_before(capsys, tmp_path, module_name
     assert gone['changed'] is False and gone['actions'] == [] and gone['runtimes'] == []
     assert snapshot(tmp_path) == before
     assert len(gone['notes']) == 1 and 'no undo record' in gone['notes'][0]
-    assert gone['notes'][0] in str(gone['warnings'])  # shown by ansible-playbook
+    assert warned == gone['notes']  # shown by ansible-playbook (test_runtime_modules_playbook)
     count('runtime ownership', 'cases')
 
 

@@ -19,6 +19,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery impo
 from ansible_collections.gpuops.gpu_operator.plugins.modules import nfd_labels
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, MISSING, SIMULATOR
 from tests.module_runner import run_module
+from tests.unit.plugins.module_utils.driver.test_driver_state import multi_gpu_sysfs
 
 
 def run(capsys, monkeypatch, fixture, smi_fixture=None, failed=False, **args):
@@ -57,6 +58,18 @@ def test_malformed_xml_fails_clearly(capsys, monkeypatch, tmp_path):
     result = run(capsys, monkeypatch, 't4', smi_fixture=str(broken), failed=True)
     # The message names the binary that printed it.
     assert result['msg'].startswith('%s -q -x: printed malformed XML: no element found' % SIMULATOR)
+
+
+def test_a_gpu_nvidia_smi_does_not_list_is_not_labelled_away(capsys, monkeypatch, tmp_path):
+    """Issue #28 item 6: four GPUs on the PCI bus (multi_gpu_sysfs), nvidia-smi lists one: no gpu.count=1; the run fails
+    naming the missing bus ids and writes no feature file."""
+    features = tmp_path / 'features.d' / 'gpuops'
+    features.parent.mkdir()
+    result = run(capsys, monkeypatch, 'h200-x1', sysfs_root=multi_gpu_sysfs(tmp_path / 'sys'), features_d=str(features), failed=True)
+    assert result['msg'].startswith('the labels are not computed: nvidia-smi lists 1 GPU(s) but not every NVIDIA GPU on the PCI bus; '
+                                    'missing: 0000:00:09.0 (no driver bound), 0000:00:1e.0 (no driver bound), 0000:01:00.0 (no driver bound).')
+    assert 'exception' not in result and result['labels'] == {} and not features.exists()
+    assert [dev['address'] for dev in result['discovery']['unlisted']] == ['0000:00:09.0', '0000:00:1e.0', '0000:01:00.0']
 
 
 def test_features_file_lifecycle(capsys, monkeypatch, tmp_path):

@@ -207,15 +207,30 @@ def test_validated_h200(capsys, monkeypatch, paths):
 
 def test_validated_on_a_node_with_several_gpus(capsys, monkeypatch, paths, tmp_path):
     # The node is composed of real single-GPU captures (no real multi-GPU capture exists, see multi_gpu_sysfs); its
-    # driver is the H200 capture's (procfs and the nvidia-smi simulator), the only capture with both.
+    # driver is the H200 capture's (procfs and the nvidia-smi simulator), the only capture with both. nvidia-smi lists
+    # the H200; the other three GPUs are passed through to VMs (bound to vfio-pci), so it need not list them.
     monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, 'h200-x1'))
-    result = run(capsys, paths, 'h200-x1', state='validated', sysfs_root=multi_gpu_sysfs(tmp_path / 'sys'))
+    passed_through = dict((address, 'vfio-pci') for address, _device in MULTI_GPU_IDS[1:])
+    result = run(capsys, paths, 'h200-x1', state='validated', sysfs_root=multi_gpu_sysfs(tmp_path / 'sys', passed_through))
     assert 'failed' not in result and result['gpu_count'] == 4 and result['nvswitch_count'] == 0
     assert [(gpu['pci_address'], gpu['device_id']) for gpu in result['gpus']] == MULTI_GPU_IDS
     assert result['driver'] == dict(installed=True, loaded=True, version='580.159.04', branch='580', source='pre-installed',
                                     kernel_module_type='open')
     assert result['deploy_driver_label'] == 'pre-installed' and result['packages'] == [] and result['reboot_required'] is False
     assert result['changed'] is True and read(os.path.join(paths['validations_dir'], 'driver-ready')) == READY_TEXT
+
+
+@pytest.mark.parametrize('state', ['validated', 'present'])
+def test_a_gpu_nvidia_smi_does_not_list_fails_the_validation(capsys, monkeypatch, paths, tmp_path, state):
+    """Issue #28 item 6: four GPUs on the PCI bus, nvidia-smi lists one and exits 0: no driver-ready, the message names
+    the three missing bus ids."""
+    monkeypatch.setenv('GPUOPS_LAB_GPU_FIXTURE', os.path.join(GPUS, 'h200-x1'))
+    result = run(capsys, paths, 'h200-x1', state=state, sysfs_root=multi_gpu_sysfs(tmp_path / 'sys'), failed=True)
+    assert result['msg'].startswith('the driver does not work on every GPU: nvidia-smi lists 1 GPU(s) but not every NVIDIA GPU on '
+                                    'the PCI bus; missing: 0000:00:09.0 (no driver bound), 0000:00:1e.0 (no driver bound), '
+                                    '0000:01:00.0 (no driver bound).')
+    assert 'exception' not in result and result['changed'] is False and result['gpu_count'] == 4
+    assert not os.path.exists(paths['validations_dir']) and not os.path.exists(paths['record_file'])
 
 
 def test_validated_without_driver_fails(capsys, node, paths):
@@ -356,6 +371,17 @@ def test_a_simulation_that_fails_shows_the_packages_the_run_names(capsys, node, 
     assert ['apt-get -s install --no-install-recommends nvidia-driver nvidia-kernel-dkms nvidia-smi nvidia-persistenced failed (rc=100: '
             'E: Unable to locate package nvidia-driver): the diff shows its packages without the versions the run installs (the run '
             'refreshes the package lists first)'] == [warning for warning in warnings if 'apt-get -s' in warning]
+
+
+def test_installed_driver_that_misses_a_gpu_is_not_validated(capsys, node, paths, tmp_path):
+    """The installed driver (nvidia-smi serving the T4 capture) lists one of the node's four GPUs: the run fails naming
+    the others after the install, which stays recorded for absent; no driver-ready."""
+    result = run(capsys, paths, 't4', sysfs_root=multi_gpu_sysfs(tmp_path / 'sys'), failed=True)
+    assert result['msg'].startswith('the driver is installed, but nvidia-smi lists 1 GPU(s) but not every NVIDIA GPU on the PCI bus; '
+                                    'missing: 0000:00:06.0 (no driver bound), 0000:00:09.0 (no driver bound), 0000:01:00.0')
+    assert 'exception' not in result and result['changed'] is True
+    assert json.loads(read(paths['record_file']))['packages'] == DEBIAN_PACKAGES
+    assert not os.path.exists(os.path.join(paths['validations_dir'], 'driver-ready'))
 
 
 def test_absent_restores_a_changed_file_byte_for_byte(capsys, node, paths):

@@ -15,6 +15,7 @@ import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as disc
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import A100_40GB_MIG_LIST, GPUS, SIMULATOR, facts_of, listing_only_runner, sim_runner
+from tests.unit.plugins.module_utils.driver.test_driver_state import multi_gpu_sysfs
 
 
 def read(*parts):
@@ -97,6 +98,20 @@ def test_query_gpu_through_the_simulator_h100():
                    'mig.mode.current': 'Disabled'}
 
 
+@pytest.mark.parametrize('bus_id, address', [
+    ('00000000:01:00.0', '0000:01:00.0'), ('0000:C1:00.0', '0000:c1:00.0'), ('00000001:01:00.7', '0001:01:00.7'),
+    # NVML's error where nvidia-smi cannot read a GPU's PCI info (--query-gpu prints it in brackets, -q -x without).
+    ('[Unknown Error]', None), ('Unknown Error', None), ('', None), (None, None), ('00000000:01:00', None),
+])
+def test_sysfs_address(bus_id, address):
+    assert disc.sysfs_address(bus_id) == address
+
+
+def test_query_gpu_reads_nvmls_bracketed_errors_as_unknown():
+    [row] = disc.parse_query_gpu('0, GPU-1, [Unknown Error], NVIDIA H200, [GPU requires reset], [Not Supported], 580.159.04, [N/A]\n')
+    assert [field for field, value in row.items() if value is None] == ['pci.bus_id', 'memory.total', 'compute_cap', 'mig.mode.current']
+
+
 def test_query_gpu_rejects_a_short_row():
     with pytest.raises(disc.DiscoveryError, match='line 1 has 2 fields, expected 8'):
         disc.parse_query_gpu('0, NVIDIA H100 80GB HBM3\n')
@@ -148,7 +163,66 @@ def test_listing_alone_names_gpus_and_mig_profiles():
 
 def test_pci_and_nvidia_smi_agree_on_every_capture():
     for name in ('a100-sxm4-80gb-mig', 'h100-sxm5-80gb-x1', 'h200-x1', 't4'):
-        assert facts_of(name)['disagreement'] is None, name
+        facts = facts_of(name)
+        assert facts['disagreement'] is None and facts['unlisted'] == [], name
+
+
+def multi_gpu_facts(tmp_path, drivers=None, runner=None):
+    """gather() on four GPUs on the PCI bus (multi_gpu_sysfs) with the H200 capture's nvidia-smi, which lists one."""
+    sysfs = multi_gpu_sysfs(tmp_path / 'sys', drivers)
+    return disc.gather(runner or sim_runner(os.path.join(GPUS, 'h200-x1')), sysfs, os.path.join(GPUS, 'h200-x1', 'proc'), GPUS, SIMULATOR)
+
+
+OTHERS = ['0000:00:09.0', '0000:00:1e.0', '0000:01:00.0']
+
+
+@pytest.mark.parametrize('drivers, missing', [
+    # Issue #28 item 6: GPUs on the bus that nvidia-smi does not list, bound to nvidia (RmInitAdapter failed), to no driver
+    # (the probe failed) or to nouveau: the NVIDIA driver does not drive them.
+    ({}, OTHERS),
+    ({'0000:00:06.0': 'nvidia', '0000:00:09.0': 'nvidia', '0000:01:00.0': 'nouveau'}, OTHERS),
+    # Passed through to VMs (the Operator's vfio-manager binds vfio-pci) or reserved by pci-stub: not the driver's to list.
+    ({'0000:00:09.0': 'vfio-pci', '0000:00:1e.0': 'pci-stub', '0000:01:00.0': 'nvgrace_gpu_vfio_pci'}, []),
+    ({'0000:00:09.0': 'vfio-pci'}, ['0000:00:1e.0', '0000:01:00.0']),
+])
+def test_gpus_nvidia_smi_does_not_list_are_named(tmp_path, drivers, missing):
+    facts = multi_gpu_facts(tmp_path, drivers)
+    assert [gpu['address'] for gpu in facts['gpus']] == ['0000:00:06.0']
+    assert [dev['address'] for dev in facts['unlisted']] == missing
+    message = disc.unlisted_message(facts['unlisted'], facts['gpus'])
+    if not missing:
+        assert message is None
+        return
+    assert message.startswith('nvidia-smi lists 1 GPU(s) but not every NVIDIA GPU on the PCI bus; missing: ')
+    assert all(address in message for address in missing) and 'journalctl -k' in message
+    binding = drivers.get('0000:01:00.0')
+    assert '0000:01:00.0 (%s)' % ('bound to %s' % binding if binding else 'no driver bound') in message
+
+
+def test_a_virtual_function_is_not_expected_in_nvidia_smi(tmp_path):
+    # A vGPU host's SR-IOV virtual functions carry a physfn link to their GPU; nvidia-smi lists the physical GPU only.
+    sysfs = multi_gpu_sysfs(tmp_path / 'sys')
+    for address in OTHERS:
+        os.symlink(os.path.join('..', '0000:00:06.0'), os.path.join(sysfs, 'bus', 'pci', 'devices', address, 'physfn'))
+    facts = disc.gather(sim_runner(os.path.join(GPUS, 'h200-x1')), sysfs, os.path.join(GPUS, 'h200-x1', 'proc'), GPUS, SIMULATOR)
+    assert facts['unlisted'] == []
+
+
+def test_gpus_listed_without_a_bus_id_may_be_any_of_those_on_the_bus(tmp_path):
+    """-L alone names GPUs but no bus id: they cover as many GPUs on the bus; fewer leave every unmatched one named."""
+    listing = read('h200-x1', 'nvidia-smi', 'L.txt')
+    covered = multi_gpu_facts(tmp_path / 'one', {address: 'vfio-pci' for address in OTHERS}, listing_only_runner(listing))
+    assert len(covered['gpus']) == 1 and covered['gpus'][0]['address'] is None and covered['unlisted'] == []
+    short = multi_gpu_facts(tmp_path / 'two', {'0000:00:09.0': 'vfio-pci', '0000:00:1e.0': 'vfio-pci'}, listing_only_runner(listing))
+    assert [dev['address'] for dev in short['unlisted']] == ['0000:00:06.0', '0000:01:00.0']
+    assert disc.unlisted_message(short['unlisted'], short['gpus']).startswith(
+        'nvidia-smi lists 1 GPU(s) (1 without a readable PCI bus id) but not every NVIDIA GPU on the PCI bus; missing: 0000:00:06.0')
+
+
+def test_no_gpu_is_missing_while_nvidia_smi_lists_none(tmp_path):
+    # nvidia-smi failing is reported as such (the driver is not loaded), not as every GPU missing.
+    facts = multi_gpu_facts(tmp_path, runner=sim_runner(os.path.join(GPUS, 'cpu-only')))
+    assert facts['gpus'] == [] and facts['unlisted'] == [] and len(facts['nvidia_smi_errors']) == 3
 
 
 @pytest.mark.parametrize('make, said', [

@@ -19,7 +19,9 @@ import pytest
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_report
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
-from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, facts_of
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
+from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR, facts_of, sim_runner
+from tests.unit.plugins.module_utils.driver.test_driver_state import multi_gpu_sysfs
 
 DATA = os.path.join(os.path.dirname(__file__), 'doctor_data')
 
@@ -149,6 +151,20 @@ def driver_facts(sys_fixture, smi_fixture=None, **extra):
 ])
 def test_driver_findings_on_fixtures(sys_fixture, smi_fixture, extra, expected):
     assert checks_of(checks.driver_findings(driver_facts(sys_fixture, smi_fixture, **extra))) == expected
+
+
+@pytest.mark.parametrize('drivers, evidence', [
+    ({}, ['PCI 0000:00:09.0: not in nvidia-smi (no driver bound)', 'PCI 0000:00:1e.0: not in nvidia-smi (no driver bound)',
+          'PCI 0000:01:00.0: not in nvidia-smi (no driver bound)']),
+    ({'0000:00:09.0': 'vfio-pci', '0000:00:1e.0': 'vfio-pci', '0000:01:00.0': 'nouveau'}, ['PCI 0000:01:00.0: not in nvidia-smi (bound to nouveau)']),
+    # Passed through to VMs: not the driver's to list (discovery's rule, which the driver validation applies too).
+    ({'0000:00:09.0': 'vfio-pci', '0000:00:1e.0': 'vfio-pci', '0000:01:00.0': 'vfio-pci'}, None),
+])
+def test_gpus_nvidia_smi_does_not_list_follow_discoverys_rule(tmp_path, drivers, evidence):
+    gpu = gpu_discovery.gather(sim_runner(os.path.join(GPUS, 'h200-x1')), multi_gpu_sysfs(tmp_path / 'sys', drivers),
+                               os.path.join(GPUS, 'h200-x1', 'proc'), GPUS, SIMULATOR)
+    found = [item for item in checks.driver_findings(dict(driver_facts('h200-x1'), gpu=gpu)) if item['check'] == 'gpu-not-visible']
+    assert [item['evidence'] for item in found] == ([evidence] if evidence else [])
 
 
 def test_h100_query_failure_names_the_missing_query():

@@ -71,14 +71,21 @@ MULTI_GPU_FIXTURES = ('h200-x1', 'h100-sxm5-80gb-x1', 'a100-sxm4-80gb-mig', 't4'
 MULTI_GPU_IDS = [('0000:00:06.0', '0x2335'), ('0000:00:09.0', '0x2330'), ('0000:00:1e.0', '0x1eb8'), ('0000:01:00.0', '0x20b2')]
 
 
-def multi_gpu_sysfs(root):
-    """A sysfs root under `root` whose PCI devices are those of the MULTI_GPU_FIXTURES captures together."""
+def multi_gpu_sysfs(root, drivers=None):
+    """A sysfs root under `root` whose PCI devices are those of the MULTI_GPU_FIXTURES captures together.
+
+    drivers: {address: kernel driver} bound to those devices: a `driver` link to bus/pci/drivers/<driver>, as the kernel
+    makes it (the captures keep no link: host/pci-driver of h100-x1 and h200-x1 names the driver bound there, nvidia).
+    """
     devices = os.path.join(str(root), 'bus', 'pci', 'devices')
     os.makedirs(devices)
     for fixture in MULTI_GPU_FIXTURES:
         base = os.path.join(GPUS, fixture, 'sys', 'bus', 'pci', 'devices')
         for name in os.listdir(base):
             shutil.copytree(os.path.join(base, name), os.path.join(devices, name))
+    for address, driver in (drivers or {}).items():
+        os.makedirs(os.path.join(str(root), 'bus', 'pci', 'drivers', driver), exist_ok=True)
+        os.symlink(os.path.join('..', '..', 'drivers', driver), os.path.join(devices, address, 'driver'))
     return str(root)
 
 

@@ -13,7 +13,8 @@ import json
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import (
-    OWNED_ANNOTATION, merge_patch, missing_node_message, node_metadata, owned_labels, plan_node, plan_nodes, reconcile)
+    OWNED_ANNOTATION, checked_owned_labels, damage, merge_patch, missing_node_message, node_metadata, owned_labels, plan_node, plan_nodes,
+    reconcile)
 
 FOREIGN = {'kubernetes.io/hostname': 'gpu-1', 'team': 'ml'}
 NO_PATCH = 'no patch'
@@ -151,6 +152,11 @@ def test_owned_labels(annotations, expected):
     assert owned_labels(annotations) == expected
 
 
+@pytest.mark.parametrize('annotations', [None, {}, {OWNED_ANNOTATION: '{}'}, recorded(DESIRED), {OWNED_ANNOTATION: '["a"]'}])
+def test_a_sound_ownership_record_is_no_damage(annotations):
+    assert damage(annotations) is None and checked_owned_labels('n', annotations) == owned_labels(annotations)
+
+
 # ---- many Nodes from one list: plan_nodes() plans each Node from its listed metadata, pure.
 
 def listed(labels, owned=None, version='7'):
@@ -190,6 +196,6 @@ def test_plan_nodes_with_state_absent_removes_ours_from_each():
 
 def test_plan_node_matches_reconcile_and_merge_patch():
     metadata = listed(dict(FOREIGN, **{'nvidia.com/gpu.deploy.driver': 'pre-installed'}), version='5')
-    plan, patch = plan_node(metadata, DESIRED)
+    plan, patch = plan_node('a', metadata, DESIRED)
     assert plan == reconcile(metadata['labels'], {}, DESIRED)
     assert patch == merge_patch({}, plan, '5')

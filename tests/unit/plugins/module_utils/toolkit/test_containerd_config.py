@@ -11,6 +11,7 @@ __metaclass__ = type
 import difflib
 import json
 import os
+import re
 
 import pytest
 import tomlkit
@@ -500,3 +501,20 @@ def test_dump_problems_reads_containerds_own_dump(dump, entries, problems):
 def test_dump_problems_with_enable_cdi(dump, problems):
     with open(os.path.join(FIXTURES, dump), encoding='utf-8') as handle:
         assert cr.dump_problems(handle.read(), NVIDIA_CDI, enable_cdi=True) == problems
+
+
+@pytest.mark.parametrize('version, dumps', [
+    (2, ['dump-dotted-inline-2-nvidia-cdi-1.6.20.toml', 'dump-dotted-inline-2-nvidia-cdi-1.7.24.toml', 'dump-dotted-inline-2-nvidia-cdi-2.1.9.toml']),
+    (3, ['dump-dotted-inline-3-nvidia-cdi-2.1.9.toml']),
+])
+def test_runtimes_as_a_dotted_key_holding_an_inline_table(version, dumps):
+    """Issue #28 item 11: the output for such a config is the one real containerd loaded with the nvidia runtimes as
+    the default (fixtures/containerd/SOURCE.md), it is stable, and absent gives the input back."""
+    original = fixture('dotted-inline-%d.toml' % version)
+    plan, files = run_plan({PATH: original}, set_as_default=True, variants=['cdi'])
+    assert files[PATH] == fixture('dotted-inline-%d-nvidia-cdi.toml' % version)
+    for dump in dumps:
+        text = fixture(dump).decode()
+        assert cr.dump_problems(text, NVIDIA_CDI) == [] and re.search(r'default_runtime_name = ["\']nvidia["\']', text), dump
+    assert run_plan(files, set_as_default=True, variants=['cdi'])[0].changes() == []
+    assert run_plan(files, state='absent')[1][PATH] == original

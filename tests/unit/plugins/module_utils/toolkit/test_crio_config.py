@@ -43,6 +43,10 @@ def test_state_file_is_outside_the_drop_in_directory():
     ('# ours\n[crio.runtime]\nlog_level = "info"\n', {}, '# ours\n[crio.runtime]\nlog_level = "info"\n\n' + NVIDIA),
     # a default naming ours is dropped without set_as_default
     ('[crio.runtime]\ndefault_runtime = "nvidia"\nlog_level = "info"\n', {}, '[crio.runtime]\nlog_level = "info"\n\n' + NVIDIA),
+    # The runtimes as a dotted key holding an inline table (issue #28 item 11): ours goes into it, as nowhere else is TOML.
+    ('[crio]\nruntime.runtimes = { crun = { runtime_path = "/usr/bin/crun" } }\n', {'set_as_default': True},
+     '[crio]\nruntime.runtimes = { crun = { runtime_path = "/usr/bin/crun" }, nvidia = {runtime_path = "%s", runtime_type = "oci"}}\n'
+     'runtime.default_runtime = "nvidia"\n' % BIN),
 ])
 def test_present(original, overrides, expected):
     _plan, files = run_plan({PATH: original and original.encode()}, **overrides)

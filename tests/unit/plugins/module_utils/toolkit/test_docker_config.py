@@ -63,6 +63,15 @@ def test_present(original, overrides, expected):
     assert run_plan(files, **overrides)[0].changes() == []
 
 
+def test_a_lone_surrogate_escape_is_written_back_as_it_was():
+    """Issue #28 item 11: JSON allows "\\udc80", which is no character UTF-8 holds; dockerd reads it as U+FFFD."""
+    original = b'{\n  "log-opts": {"tag": "\\udc80 \\ud83d\\ude80"}\n}\n'
+    _plan, files = run_plan({PATH: original})
+    assert files[PATH].startswith(b'{\n  "log-opts": {\n    "tag": "\\udc80 \xf0\x9f\x9a\x80"\n  },\n  "runtimes": {')
+    assert doc_of(files)['log-opts'] == json.loads(original)['log-opts']
+    assert run_plan(files, state='absent')[1][PATH] == original
+
+
 def test_indentation_is_kept_and_unchanged_file_not_rewritten():
     original = b'{\n  "runtimes": {\n    "nvidia": {\n      "path": "%s",\n      "args": []\n    }\n  }\n}' % BIN.encode()
     plan, _files = run_plan({PATH: original})
