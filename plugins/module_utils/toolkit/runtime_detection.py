@@ -63,16 +63,31 @@ def installed(service):
     return (service or {}).get('load_state') not in (None, '', 'not-found')
 
 
+def _mount_namespace(proc_root, pid):
+    """The mount namespace of process `pid` ('self': this one), as /proc names it (mnt:[4026531841]); None if unreadable."""
+    try:
+        return os.readlink(os.path.join(proc_root, pid, 'ns', 'mnt'))
+    except OSError:
+        return None
+
+
 def daemon_processes(proc_root):
-    """{runtime: [pid, ...]} of the runtimes' daemons running on the node, told by /proc/PID/comm."""
+    """{runtime: [pid, ...]} of the runtimes' daemons running on the node, told by /proc/PID/comm.
+
+    Only daemons in this process's mount namespace count: a containerd inside a container on the node (a kind node, a
+    lab node, a CI job's) shows in the node's /proc too, but it serves the container's files and sockets, not the node's.
+    """
     names = dict((daemon, runtime) for runtime, daemon in DAEMONS.items())
     found = dict((runtime, []) for runtime in DAEMONS)
     try:
         entries = os.listdir(proc_root)
     except OSError:
         return found
+    own = _mount_namespace(proc_root, 'self')
     for entry in entries:
         if not entry.isdigit():
+            continue
+        if own is not None and _mount_namespace(proc_root, entry) not in (own, None):
             continue
         try:
             with open(os.path.join(proc_root, entry, 'comm'), 'rb') as handle:

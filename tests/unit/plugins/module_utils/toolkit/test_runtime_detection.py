@@ -122,8 +122,9 @@ CONTAINERD_STAT = ('6 (containerd) S 0 6 6 0 -1 4194560 4090 205 10 3 4 2 0 0 20
                    '140735174098794 140735174098805 140735174098805 140735174098916 0\n')
 
 
-def fake_proc(root, processes, stat=BTIME):
-    """A /proc with `processes` {pid: (comm, stat line or None)}."""
+def fake_proc(root, processes, stat=BTIME, namespaces=None):
+    """A /proc with `processes` {pid: (comm, stat line or None)}; with `namespaces` {pid or 'self': mount namespace},
+    the ns/mnt links /proc has."""
     root.mkdir()
     (root / 'stat').write_text(stat)
     (root / 'self').mkdir()
@@ -132,6 +133,9 @@ def fake_proc(root, processes, stat=BTIME):
         (root / str(pid) / 'comm').write_text(comm + '\n')
         if line is not None:
             (root / str(pid) / 'stat').write_text(line)
+    for pid, namespace in (namespaces or {}).items():
+        (root / str(pid) / 'ns').mkdir()
+        (root / str(pid) / 'ns' / 'mnt').symlink_to(namespace)
     return str(root)
 
 
@@ -144,6 +148,23 @@ def fake_proc(root, processes, stat=BTIME):
 ])
 def test_daemon_processes(tmp_path, processes, expected):
     assert rd.daemon_processes(fake_proc(tmp_path / 'proc', processes)) == expected
+
+
+# The node's own containerd (PID 6) and one inside a container on the node (PID 80, another mount namespace): only the
+# node's counts. A process whose link cannot be read (it ended, or the kernel hides it) is not ruled out.
+HOST_NS, CONTAINER_NS = 'mnt:[4026531841]', 'mnt:[4026532601]'
+
+
+@pytest.mark.parametrize('namespaces, expected', [
+    ({'self': HOST_NS, 6: HOST_NS, 80: CONTAINER_NS}, [6]),
+    ({'self': HOST_NS, 80: CONTAINER_NS}, [6]),
+    ({'self': HOST_NS, 6: CONTAINER_NS, 80: CONTAINER_NS}, []),
+    # This process's own namespace unreadable: nothing is ruled out.
+    ({6: HOST_NS, 80: CONTAINER_NS}, [6, 80]),
+])
+def test_daemon_processes_of_containers_on_the_node_do_not_count(tmp_path, namespaces, expected):
+    proc = fake_proc(tmp_path / 'proc', {6: ('containerd', None), 80: ('containerd', None)}, namespaces=namespaces)
+    assert rd.daemon_processes(proc)['containerd'] == expected
 
 
 def test_daemon_processes_without_proc(tmp_path):
