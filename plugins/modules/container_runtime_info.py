@@ -107,12 +107,13 @@ distribution:
       never edited), C(verify_config) the file the distribution's containerd is started with, C(config_present) whether
       it exists (the distribution has started once), C(config_version) its config version, C(containerd) the
       distribution's containerd program, C(socket) its socket, C(unit) the unit that runs it (the active one first;
-      null without systemd) and C(units) every unit it may run as.
+      null without systemd), C(active_state) that unit's state and C(units) every unit it may run as.
   returned: always
   type: dict
   sample:
     name: k3s
     unit: k3s.service
+    active_state: active
     units: [k3s.service, k3s-agent.service]
     path: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
     drop_in: /var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.d/99-nvidia.toml

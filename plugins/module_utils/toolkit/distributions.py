@@ -117,7 +117,7 @@ def facts(name, services, config_text, systemd):
     the containerd module is pointed at (the generated config, or MicroK8s's template), `drop_in` the file it writes
     (None: `path` in place), `generated` whether `path` is rewritten at every start (never edited then), `verify_config`
     the file the distribution's containerd is started with, `unit` the installed unit (the active one first; None
-    without systemd).
+    without systemd) and `active_state` its state.
     """
     layout = LAYOUTS[name]
     unit = None
@@ -133,7 +133,7 @@ def facts(name, services, config_text, systemd):
         path = layout['config']
         drop_in = os.path.join(directory, DROP_IN_NAME) if directory else None
     return dict(
-        name=name, unit=unit, units=layout['units'], path=path, drop_in=drop_in, generated=layout['keeps'] == 'generated',
+        name=name, unit=unit, active_state=services[unit].get('active_state') if unit else None, units=layout['units'], path=path, drop_in=drop_in, generated=layout['keeps'] == 'generated',
         verify_config=layout['config'], config_present=config_text is not None, config_version=version if config_text is not None else None,
         containerd=layout['containerd'], socket=layout['socket'],
     )

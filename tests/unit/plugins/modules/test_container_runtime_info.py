@@ -205,7 +205,7 @@ def test_a_k3s_node_is_found_by_its_unit_and_its_containerd_is_the_runtime(capsy
     assert result['runtime'] == 'containerd'
     directory = '/var/lib/rancher/k3s/agent/etc/containerd'
     assert result['distribution'] == dict(
-        name='k3s', unit='k3s.service', units=['k3s.service', 'k3s-agent.service'], path=directory + '/config.toml',
+        name='k3s', unit='k3s.service', active_state='active', units=['k3s.service', 'k3s-agent.service'], path=directory + '/config.toml',
         drop_in=directory + '/config-v3.toml.d/99-nvidia.toml', generated=True, verify_config=directory + '/config.toml',
         config_present=True, config_version=3, containerd='/var/lib/rancher/k3s/data/current/bin/containerd',
         socket='/run/k3s/containerd/containerd.sock')

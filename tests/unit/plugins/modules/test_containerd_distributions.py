@@ -16,6 +16,7 @@ import os
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.toml_doc import parse
 from ansible_collections.gpuops.gpu_operator.plugins.modules import containerd_nvidia_runtime
 from tests.module_runner import run_module
@@ -147,3 +148,14 @@ def test_microk8s_template_is_edited_in_place_and_given_back(capsys, tmp_path):
     assert runtimes['nvidia']['runtime_type'] == '${RUNTIME_TYPE}', 'it inherits runc, placeholders included'
     run(capsys, state='absent', **args)
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize('default, set_as_default, expected', [
+    ('nvidia', True, []), ('runc', False, []), ('runc', True, ['the default runtime is runc, not nvidia']),
+])
+def test_verify_reads_the_default_from_containerd_s_dump(default, set_as_default, expected):
+    """A drop-in loaded before another that sets the default (a distribution's own) would leave the default as it was."""
+    dump = ("version = 3\n[plugins.'io.containerd.cri.v1.runtime'.containerd]\ndefault_runtime_name = '%s'\n"
+            "[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.nvidia.options]\nBinaryName = '/usr/bin/nvidia-container-runtime'\n"
+            % default)
+    assert containerd_runtime.dump_problems(dump, [('nvidia', '/usr/bin/nvidia-container-runtime')], set_as_default=set_as_default) == expected
