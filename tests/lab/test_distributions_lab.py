@@ -1,0 +1,185 @@
+"""k3s, RKE2, k0s and MicroK8s nodes: site.yml configures the NVIDIA runtime the way each distribution keeps its
+containerd's configuration, real containerd loads it (with the default), the distribution's restart (its config
+written anew) keeps it, the drift check finds the one node that lost it, and uninstall.yml gives every file back byte
+for byte. One run of each playbook over the four nodes at once.
+
+What is real: systemd, Debian's containerd (2.1 on sid for k3s, RKE2 and k0s, whose releases with these layouts ship
+containerd 2; 1.7 on trixie for MicroK8s, as its v1.33 ships 1.7.27), every playbook and module, the configs' contents
+(tests/fixtures/distributions/SOURCE.md says where each comes from). What is laid out to look like the distribution
+(tests/lab/distributions/layout.sh): the paths, the socket, the program path (a link to Debian's containerd), a unit of
+the distribution's name (k3s.service, rke2-agent.service, k0sworker.service, snap.microk8s.daemon-containerd.service)
+whose start writes the config anew (k3s and RKE2 from their base, with the nvidia runtime they find at start; k0s while
+it manages the file; MicroK8s's sed of its template) and then runs that containerd. No k3s, RKE2, k0s or MicroK8s
+program runs. The second part, cheap: each distribution's config as the collection leaves it, loaded by real containerd
+1.7 and 2.1 in `podman run --rm` of the lab images.
+
+The nodes are served the H200 capture (driver pre-installed: the driver stage only validates); the validation play is
+skipped (the stand-in runs no Pods). What each run took is printed and kept in .build/distributions/timings.json.
+"""
+import json
+import subprocess
+import time
+
+import pytest
+import yaml
+
+from tests.cluster.helpers import REPO
+from tests.lab.labtest import ANSIBLE_PLAYBOOK, LAB_INVENTORY, named_lab_nodes, playbook_environment, run
+
+PREFIX = 'gpuops-dist-'
+FIXTURES = REPO / 'tests' / 'fixtures' / 'distributions'
+LIB = '/usr/local/lib/gpuops-lab/distributions'
+RESULTS = REPO / '.build' / 'distributions'
+RUNTIME = '/usr/bin/nvidia-container-runtime'
+# distribution -> (lab image, the unit that runs its containerd, the config it is started with, its program, the files
+# the collection may write or regenerate there).
+NODES = {
+    'k3s': ('sid', 'k3s.service', '/var/lib/rancher/k3s/agent/etc/containerd/config.toml',
+            '/var/lib/rancher/k3s/data/current/bin/containerd', '/var/lib/rancher/k3s/agent/etc/containerd'),
+    'rke2': ('sid', 'rke2-agent.service', '/var/lib/rancher/rke2/agent/etc/containerd/config.toml',
+             '/var/lib/rancher/rke2/bin/containerd', '/var/lib/rancher/rke2/agent/etc/containerd'),
+    'k0s': ('sid', 'k0sworker.service', '/etc/k0s/containerd.toml', '/var/lib/k0s/bin/containerd', '/etc/k0s'),
+    'microk8s': ('trixie', 'snap.microk8s.daemon-containerd.service', '/var/snap/microk8s/current/args/containerd.toml',
+                 '/snap/microk8s/current/bin/containerd', '/var/snap/microk8s/current/args'),
+}
+DRIFTED = PREFIX + 'k0s'
+K0S_DROP_IN = '/etc/k0s/containerd.d/99-nvidia.toml'
+
+# The support matrix rows this module proves (tools/support_matrix.py collects them into the README).
+SUPPORT_MATRIX = [
+    dict(os='Debian sid', runtime='containerd 2.1', distribution=name, evidence='laid out',
+         test='tests/lab/test_distributions_lab.py::test_each_distribution_keeps_the_runtime_through_its_restart_and_uninstall')
+    for name in ('k3s', 'RKE2', 'k0s')
+] + [
+    dict(os='Debian trixie', runtime='containerd 1.7', distribution='MicroK8s', evidence='laid out',
+         test='tests/lab/test_distributions_lab.py::test_each_distribution_keeps_the_runtime_through_its_restart_and_uninstall'),
+] + [
+    dict(os='Debian %s' % image, runtime='containerd %s' % version, distribution=name, evidence='real containerd',
+         test='tests/lab/test_distributions_lab.py::test_real_containerd_loads_each_distribution_s_config')
+    for name, image, version in (('k3s', 'sid', '2.1'), ('RKE2', 'sid', '2.1'), ('k0s', 'sid', '2.1'),
+                                 ('MicroK8s', 'trixie', '1.7'), ('MicroK8s', 'sid', '2.1'))
+]
+
+
+def on(name, *argv, check=True):
+    result = subprocess.run(['podman', 'exec', name, *argv], capture_output=True, text=True, check=False, timeout=120)
+    assert not check or result.returncode == 0, f'{name}: {argv}: {result.stdout}{result.stderr}'
+    return result
+
+
+def files(name, directory):
+    """Every file under the distribution's directory and its bytes' hash (directories too), as the node has them."""
+    out = on(name, 'sh', '-c', f'cd {directory} && find . | sort | while read f; do if [ -f "$f" ]; then echo "$f $(sha256sum < "$f")"; '
+                               f'else echo "$f dir"; fi; done').stdout
+    return out.splitlines()
+
+
+def dump(name, distribution):
+    """containerd's own reading of the config the distribution's containerd is started with: (runtimes, default)."""
+    _image, _unit, config, program, _directory = NODES[distribution]
+    text = on(name, program, '--config', config, 'config', 'dump').stdout
+    return runtimes_of(text)
+
+
+def runtimes_of(text):
+    import tomllib  # pylint: disable=import-outside-toplevel
+    doc = tomllib.loads(text)
+    plugins = doc['plugins']
+    cri = plugins.get('io.containerd.cri.v1.runtime') or plugins['io.containerd.grpc.v1.cri']
+    runtimes = cri['containerd']['runtimes']
+    return ({runtime: (table.get('options') or {}).get('BinaryName') for runtime, table in runtimes.items()},
+            cri['containerd'].get('default_runtime_name'))
+
+
+def main_pid(name, unit):
+    return on(name, 'systemctl', 'show', '--property=MainPID', '--value', unit).stdout.strip()
+
+
+def playbook(kubeconfig, inventory, name, *args, **env):
+    result = subprocess.run([ANSIBLE_PLAYBOOK, '-i', str(inventory), f'playbooks/{name}', *args], capture_output=True, text=True,
+                            check=False, cwd=REPO, env=playbook_environment(kubeconfig, **env), timeout=900)
+    return result.returncode, result.stdout + result.stderr
+
+
+@pytest.fixture(name='lab')
+def fixture_lab(tmp_path):
+    """(kubeconfig, inventory): the four nodes laid out as their distributions, their Nodes on a stand-in of its own."""
+    names = {PREFIX + distribution: (image, 'h200-x1') for distribution, (image, *_rest) in NODES.items()}
+    with named_lab_nodes(tmp_path, names) as (kubeconfig, _kube):
+        def lay_out(distribution):
+            name = PREFIX + distribution
+            on(name, 'mkdir', '-p', LIB)
+            for path in sorted(FIXTURES.glob('*.toml')) + [REPO / 'tests' / 'lab' / 'distributions' / 'layout.sh']:
+                run('podman', 'cp', str(path), f'{name}:{LIB}/')
+            # The toolkit's packages are out of the lab's reach: a program at the runtime's path (k3s and RKE2 find it at start).
+            on(name, 'sh', '-c', f"printf '#!/bin/sh\\nexit 1\\n' > {RUNTIME} && chmod 755 {RUNTIME}")
+            on(name, 'sh', f'{LIB}/layout.sh', distribution)
+        import concurrent.futures  # pylint: disable=import-outside-toplevel
+        with concurrent.futures.ThreadPoolExecutor(len(NODES)) as pool:
+            list(pool.map(lay_out, NODES))
+        inventory = yaml.safe_load(LAB_INVENTORY.read_text())
+        gpu_nodes = inventory['all']['children']['gpu_nodes']
+        sid = next(hostvars for hostvars in gpu_nodes['hosts'].values() if hostvars['gpuops_lab_distro'] == 'sid')
+        gpu_nodes['hosts'] = {name: dict(sid, gpuops_lab_distro=image) for name, (image, _fixture) in names.items()}
+        path = tmp_path / 'hosts.yml'
+        path.write_text(yaml.safe_dump(inventory))
+        yield kubeconfig, path
+
+
+def test_each_distribution_keeps_the_runtime_through_its_restart_and_uninstall(lab, tmp_path):
+    kubeconfig, inventory = lab
+    took = {}
+    before = {distribution: files(PREFIX + distribution, NODES[distribution][4]) for distribution in NODES}
+    # k3s and RKE2 found the program at start: the runtime is theirs already, not the default.
+    for distribution in ('k3s', 'rke2'):
+        assert dump(PREFIX + distribution, distribution) == ({'runc': '', 'nvidia': RUNTIME}, 'runc')
+    pids = {distribution: main_pid(PREFIX + distribution, NODES[distribution][1]) for distribution in NODES}
+
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'site.yml', '--skip-tags', 'validation')
+    took['site_s'] = round(time.monotonic() - started)
+    assert rc == 0, out[-8000:]
+    for distribution, (_image, unit, config, _program, directory) in NODES.items():
+        name = PREFIX + distribution
+        runtimes, default = dump(name, distribution)
+        assert (runtimes.get('nvidia'), default) == (RUNTIME, 'nvidia'), (distribution, runtimes, default)
+        assert main_pid(name, unit) != pids[distribution], f'{unit} was restarted'
+        assert on(name, 'cat', '/run/nvidia/validations/toolkit-ready').stdout.startswith('runtime=containerd\n')
+        if distribution != 'microk8s':
+            # The generated config is the distribution's own: the runtime is in the drop-in it imports.
+            assert [line for line in files(name, directory) if line.startswith('./' + config.rsplit('/', 1)[1] + ' ')] == [
+                line for line in before[distribution] if line.startswith('./' + config.rsplit('/', 1)[1] + ' ')], distribution
+
+    # The distribution's restart writes its config anew: the runtime and the default stay.
+    for distribution, (_image, unit, *_rest) in NODES.items():
+        on(PREFIX + distribution, 'systemctl', 'restart', unit)
+        assert dump(PREFIX + distribution, distribution)[1] == 'nvidia', distribution
+
+    # The drift check: k0s lost its drop-in (someone removed it); only that node drifts, in the container toolkit stage.
+    on(DRIFTED, 'rm', K0S_DROP_IN)
+    report = tmp_path / 'drift.json'
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'site.yml', '--skip-tags', 'validation', '--check', '--diff',
+                       ANSIBLE_CALLBACKS_ENABLED='gpuops.gpu_operator.drift_report', GPUOPS_DRIFT_REPORT_PATH=str(report))
+    took['drift_check_s'] = round(time.monotonic() - started)
+    assert rc == 0, out[-8000:]
+    hosts = json.loads(report.read_text())['hosts']
+    assert {host: entry['status'] for host, entry in hosts.items()} == dict(
+        {'localhost': 'no drift', DRIFTED: 'drift'}, **{PREFIX + d: 'no drift' for d in NODES if PREFIX + d != DRIFTED}), hosts
+    assert list(hosts[DRIFTED]['stages']) == ['container_toolkit'], hosts[DRIFTED]
+    assert on(DRIFTED, 'test', '-e', K0S_DROP_IN, check=False).returncode == 1, 'the check run repairs nothing'
+
+    started = time.monotonic()
+    rc, out = playbook(kubeconfig, inventory, 'uninstall.yml')
+    took['uninstall_s'] = round(time.monotonic() - started)
+    assert rc == 0, out[-8000:]
+    for distribution, (_image, unit, *_rest) in NODES.items():
+        name = PREFIX + distribution
+        assert files(name, NODES[distribution][4]) == before[distribution], distribution
+        on(name, 'systemctl', 'restart', unit)
+        assert files(name, NODES[distribution][4]) == before[distribution], f'{distribution}, written anew'
+        assert dump(name, distribution)[1] in (None, 'runc'), distribution
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / 'timings.json').write_text(json.dumps(took, indent=2) + '\n')
+    print(f'\ndistribution lab runs: {took}')
