@@ -183,3 +183,49 @@ def test_each_distribution_keeps_the_runtime_through_its_restart_and_uninstall(l
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / 'timings.json').write_text(json.dumps(took, indent=2) + '\n')
     print(f'\ndistribution lab runs: {took}')
+
+
+def collection_output(distribution, cdi):
+    """{path on the node: bytes}: the distribution's config (or template, rendered as the distribution renders it) and
+    what the collection's containerd module writes for it (present, default and, with `cdi`, the CDI runtimes), planned
+    in memory from the fixtures as a run on that node would."""
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime, distributions
+    from tests.unit.plugins.module_utils.toolkit.containerd_node import MemoryNode
+    layout = distributions.LAYOUTS[distribution]
+    source = (FIXTURES / {'microk8s': 'microk8s-containerd-template.toml', 'k0s': 'k0s-containerd.toml'}.get(
+        distribution, f'{distribution}-config.toml')).read_bytes()
+    found = distributions.facts(distribution, {}, source.decode(), systemd=False)
+    params = dict(path=found['path'], drop_in=found['drop_in'], generated=found['generated'], config_source='file', state='present',
+                  runtime_name='nvidia', runtime_binary=RUNTIME, variants=['cdi', 'legacy'] if cdi else [], set_as_default=True,
+                  enable_cdi=cdi, backup=False, containerd='containerd', verify_path=None)
+    current = {found['path']: source, found['drop_in']: None} if found['drop_in'] else {found['path']: source}
+    plan = containerd_runtime.plan(params, current, MemoryNode(files=current, containerd_version=(2, 1)))
+    written = {path: data for path, data in plan.desired.items() if data is not None and not path.endswith('.json')}
+    if distribution == 'microk8s':
+        # run-containerd-with-args' sed, as the layout's stand-in does it.
+        text = written.pop(layout['template']).decode()
+        for key, value in (('${SNAP}', '/snap/microk8s/current'), ('${SNAP_DATA}', '/var/snap/microk8s/current'),
+                           ('${SNAPSHOTTER}', 'overlayfs'), ('${RUNTIME}', 'runc'), ('${RUNTIME_TYPE}', 'io.containerd.runc.v2')):
+            text = text.replace(key, value)
+        written[layout['config']] = text.encode()
+    return written
+
+
+@pytest.mark.parametrize('distribution, image', [('k3s', 'sid'), ('rke2', 'sid'), ('k0s', 'sid'), ('microk8s', 'trixie'), ('microk8s', 'sid')])
+@pytest.mark.parametrize('cdi', [False, True])
+def test_real_containerd_loads_each_distribution_s_config(tmp_path, distribution, image, cdi):
+    """`containerd --config <the config the distribution starts it with> config dump` in `podman run --rm` of a lab
+    image, with the collection's drop-in (or template edit) mounted where the distribution has it: the nvidia runtime(s)
+    with their programs, and nvidia the default."""
+    # pylint: disable=import-outside-toplevel
+    from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import distributions
+    mounts = []
+    for number, (path, data) in enumerate(sorted(collection_output(distribution, cdi).items())):
+        (tmp_path / str(number)).write_bytes(data)
+        mounts.append(f'--volume={tmp_path / str(number)}:{path}:ro')
+    config = distributions.LAYOUTS[distribution]['config']
+    text = run('podman', 'run', '--rm', *mounts, f'localhost/gpuops-lab:{image}', 'containerd', '--config', config, 'config', 'dump')
+    runtimes, default = runtimes_of(text)
+    expected = {'nvidia': RUNTIME, **({'nvidia-cdi': RUNTIME + '.cdi', 'nvidia-legacy': RUNTIME + '.legacy'} if cdi else {})}
+    assert {name: runtimes.get(name) for name in expected} == expected and default == 'nvidia', (runtimes, default)
