@@ -15,6 +15,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import
 LOADED = dict(load_state='loaded', active_state='inactive')
 ACTIVE = dict(load_state='loaded', active_state='active')
 GONE = dict(load_state='not-found', active_state='inactive')
+# The support matrix rows this module proves (tools/support_matrix.py collects them into the README).
+SUPPORT_MATRIX = [
+    {'os': 'any', 'runtime': 'containerd 1.7', 'distribution': 'k0s before 1.36', 'evidence': 'not supported',
+     'how': 'k0s merges CRI drop-ins into a version 2 config itself: no drop-in of the collection, the run fails',
+     'test': 'tests/unit/plugins/module_utils/toolkit/test_distributions.py::test_facts_say_where_the_runtime_goes'},
+]
 
 
 @pytest.mark.parametrize('services, expected', [
