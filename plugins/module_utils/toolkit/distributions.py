@@ -91,8 +91,8 @@ def pick(services, exists, systemd):
     """
     if systemd:
         installed = [name for name in NAMES if any(_installed(services.get(unit)) for unit in LAYOUTS[name]['units'])]
-        active = [name for name in installed if any((services.get(unit) or {}).get('active_state') == 'active'
-                                                     for unit in LAYOUTS[name]['units'])]
+        active = [name for name in installed
+                  if any((services.get(unit) or {}).get('active_state') == 'active' for unit in LAYOUTS[name]['units'])]
         return (active or installed or [None])[0]
     for name in NAMES:
         if exists(LAYOUTS[name]['template'] or LAYOUTS[name]['config']):
@@ -134,6 +134,7 @@ def facts(name, services, config_text, systemd):
         drop_in = os.path.join(directory, DROP_IN_NAME) if directory else None
     return dict(
         name=name, unit=unit, active_state=services[unit].get('active_state') if unit else None, units=layout['units'], path=path, drop_in=drop_in, generated=layout['keeps'] == 'generated',
-        verify_config=layout['config'], config_present=config_text is not None, config_version=version if config_text is not None else None,
+        verify_config=layout['config'], config_present=config_text is not None,
+        config_version=version if config_text is not None else None,
         containerd=layout['containerd'], socket=layout['socket'],
     )
