@@ -111,7 +111,8 @@ def gather_runtime(module):
     params = module.params
     runtime = params['runtime']
     facts = dict(runtime=runtime, runtime_name=params['runtime_name'], source=None, configured=None, loaded=None, error=None, binaries={},
-                 unit=params.get('unit') or UNITS.get(runtime), systemd=None, process=None, active_state=None, active_since=None, config_files={}, log_errors=[])
+                 unit=params.get('unit') or UNITS.get(runtime), systemd=None, process=None, active_state=None, active_since=None, config_files={},
+                 log_errors=[])
     if not runtime:
         facts['error'] = 'no runtime given: the kubelet\'s config names none and no containerd, CRI-O or Docker service is installed'
         return facts

@@ -133,7 +133,8 @@ def facts(name, services, config_text, systemd):
         path = layout['config']
         drop_in = os.path.join(directory, DROP_IN_NAME) if directory else None
     return dict(
-        name=name, unit=unit, active_state=services[unit].get('active_state') if unit else None, units=layout['units'], path=path, drop_in=drop_in, generated=layout['keeps'] == 'generated',
+        name=name, unit=unit, active_state=services[unit].get('active_state') if unit else None, units=layout['units'],
+        path=path, drop_in=drop_in, generated=layout['keeps'] == 'generated',
         verify_config=layout['config'], config_present=config_text is not None,
         config_version=version if config_text is not None else None,
         containerd=layout['containerd'], socket=layout['socket'],

@@ -24,6 +24,7 @@ SUPPORT_MATRIX = [
      'test': 'tests/unit/plugins/modules/test_crio_nvidia_runtime.py::test_drop_in_written_and_removed_state_outside_the_directory'},
 ]
 
+
 def run(capsys, failed=False, **args):
     return run_module(capsys, crio_nvidia_runtime.main, args, failed=failed)
 

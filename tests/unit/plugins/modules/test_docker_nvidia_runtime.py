@@ -28,6 +28,7 @@ SUPPORT_MATRIX = [
      'test': 'tests/unit/plugins/modules/test_docker_nvidia_runtime.py::test_present_absent_roundtrip'},
 ]
 
+
 def run(capsys, failed=False, **args):
     return run_module(capsys, docker_nvidia_runtime.main, args, failed=failed)
 
