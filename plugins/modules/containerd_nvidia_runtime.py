@@ -91,7 +91,7 @@ options:
   generated:
     description:
       - O(path) is written by a Kubernetes distribution at each start (k3s's and RKE2's C(config.toml), k0s's
-        C(containerd.toml)): it is read, never written, and the runtimes go into O(drop_in), which O(path) must import
+        C(containerd.toml)); it is read, never written, and the runtimes go into O(drop_in), which O(path) must import
         already (the module fails, writing nothing, where it does not, where O(path) does not exist yet, and where
         containerd 1.x would need a copy of O(path)'s CRI table in the drop-in, which the next start would leave stale).
       - O(state=absent) removes the drop-in and leaves O(path) as the distribution wrote it.
@@ -100,7 +100,7 @@ options:
   verify_path:
     description:
       - The config containerd is started with, when it is not O(path) (MicroK8s renders C(containerd.toml) from the
-        C(containerd-template.toml) this module edits, at each start): O(verify) reads this one. Default O(path).
+        C(containerd-template.toml) this module edits, at each start); O(verify) reads this one. Default O(path).
     type: path
   verify:
     description:
