@@ -22,6 +22,12 @@ description:
     runs (C(containerd), C(crio), C(dockerd) in C(/proc/PID/comm)), whose default socket exists
     (C(/run/containerd/containerd.sock), C(/var/run/crio/crio.sock), C(/var/run/docker.sock)) or whose daemon program is
     installed stands for the installed service; the services' state is then null (unknown)."
+  - "A Kubernetes distribution that runs a containerd of its own (k3s, RKE2, k0s, MicroK8s; O(distribution)): its
+    containerd is the kubelet's runtime (unless the kubelet's files name another runtime's socket), and RV(distribution)
+    says where that containerd's configuration is kept and how: the file it is started with, the drop-in it imports or
+    the template it is rendered from, its socket, its program and the unit that runs it. A distribution is found by its
+    systemd units (C(k3s), C(k3s-agent), C(rke2-server), C(rke2-agent), C(k0sworker), C(k0scontroller),
+    C(snap.microk8s.daemon-containerd)), or where systemd does not run the node by its configuration files."
   - The systemd state of those three services, the running processes of their daemons, whether O(runtime_binary)
     exists, and the installed version of each of O(packages) (C(dpkg-query), else C(rpm)).
   - It only reads files and C(/proc), and runs C(systemctl show), C(dpkg-query) or C(rpm -q).
@@ -57,6 +63,12 @@ options:
     type: list
     elements: str
     default: []
+  distribution:
+    description:
+      - The Kubernetes distribution whose containerd the node runs; V(auto) finds it, V(none) looks for none.
+    type: str
+    choices: [auto, none, k3s, rke2, k0s, microk8s]
+    default: auto
   ready_file:
     description:
       - A marker file whose content is returned in RV(ready_file_content) (the toolkit stage's C(toolkit-ready)), so that
@@ -86,6 +98,31 @@ runtime:
   returned: always
   type: str
   sample: containerd
+distribution:
+  description:
+    - The distribution whose containerd runs the node (O(distribution)), or null.
+    - C(path) is the file the runtime's configuration is written to or through (the generated config, or MicroK8s's
+      template), C(drop_in) the file of a drop-in directory the generated config imports (null where the release has
+      none, or for a template), C(generated) whether C(path) is rewritten by the distribution at each start (then it is
+      never edited), C(verify_config) the file the distribution's containerd is started with, C(config_present) whether
+      it exists (the distribution has started once), C(config_version) its config version, C(containerd) the
+      distribution's containerd program, C(socket) its socket, C(unit) the unit that runs it (the active one first;
+      null without systemd), C(active_state) that unit's state and C(units) every unit it may run as.
+  returned: always
+  type: dict
+  sample:
+    name: k3s
+    unit: k3s.service
+    active_state: active
+    units: [k3s.service, k3s-agent.service]
+    path: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+    drop_in: /var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.d/99-nvidia.toml
+    generated: true
+    verify_config: /var/lib/rancher/k3s/agent/etc/containerd/config.toml
+    config_present: true
+    config_version: 3
+    containerd: /var/lib/rancher/k3s/data/current/bin/containerd
+    socket: /run/k3s/containerd/containerd.sock
 kubelet_socket:
   description: The runtime socket name the kubelet's configuration files name first, or null.
   returned: always
@@ -149,6 +186,7 @@ def main():
             runtime_binary=dict(type='path'),
             packages=dict(type='list', elements='str', default=[]),
             ready_file=dict(type='path'),
+            distribution=dict(type='str', default='auto', choices=['auto', 'none'] + list(runtime_detection.distributions.NAMES)),
         ),
         supports_check_mode=True,
     )

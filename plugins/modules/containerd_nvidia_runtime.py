@@ -82,11 +82,32 @@ options:
     type: str
     choices: [auto, file, command]
     default: auto
+  containerd:
+    description:
+      - The containerd program whose version, defaults and reading of the config (O(verify)) count; a distribution's own
+        (an absolute path, such as k3s's C(/var/lib/rancher/k3s/data/current/bin/containerd)), or C(containerd) on PATH.
+    type: str
+    default: containerd
+  generated:
+    description:
+      - O(path) is written by a Kubernetes distribution at each start (k3s's and RKE2's C(config.toml), k0s's
+        C(containerd.toml)); it is read, never written, and the runtimes go into O(drop_in), which O(path) must import
+        already (the module fails, writing nothing, where it does not, where O(path) does not exist yet, and where
+        containerd 1.x would need a copy of O(path)'s CRI table in the drop-in, which the next start would leave stale).
+      - O(state=absent) removes the drop-in and leaves O(path) as the distribution wrote it.
+    type: bool
+    default: false
+  verify_path:
+    description:
+      - The config containerd is started with, when it is not O(path) (MicroK8s renders C(containerd.toml) from the
+        C(containerd-template.toml) this module edits, at each start); O(verify) reads this one. Default O(path).
+    type: path
   verify:
     description:
       - With O(state=present), have containerd read the config after the run as it will at its next start
-        (C(containerd --config PATH config dump), O(path) with its imports) and fail unless it shows every runtime
-        registered with its binary (and, with O(enable_cdi), C(enable_cdi) true). This costs no round trip of its own;
+        (C(containerd --config PATH config dump), O(path) (or O(verify_path)) with its imports) and fail unless it shows
+        every runtime registered with its binary (and, with O(enable_cdi), C(enable_cdi) true; with O(set_as_default),
+        the default runtime). This costs no round trip of its own;
         containerd must be installed. When containerd's reading shows otherwise, the run gives back what it wrote.
       - In check mode a config the run would change is not on disk yet, so it is not verified (RV(verified) is false).
     type: bool
@@ -212,6 +233,9 @@ def main():
         drop_in=dict(type='path'),
         config_source=dict(type='str', default='auto', choices=['auto', 'file', 'command']),
         verify=dict(type='bool', default=False),
+        containerd=dict(type='str', default='containerd'),
+        generated=dict(type='bool', default=False),
+        verify_path=dict(type='path'),
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_TOMLKIT:

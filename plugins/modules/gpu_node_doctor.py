@@ -54,6 +54,18 @@ options:
     description: containerd's main configuration file (C(containerd --config <file> config dump)).
     type: path
     default: /etc/containerd/config.toml
+  containerd:
+    description:
+      - The containerd program that reads O(containerd_config) (a distribution's own, such as k3s's
+        C(/var/lib/rancher/k3s/data/current/bin/containerd)), or C(containerd) on PATH.
+    type: str
+    default: containerd
+  unit:
+    description:
+      - The systemd unit that runs the runtime, where it is not the runtime's own (C(k3s), C(rke2-agent), C(k0sworker),
+        C(snap.microk8s.daemon-containerd) start the containerd of their distribution); its state, start time and journal
+        are read, and the fixes name it.
+    type: str
   docker_config:
     description: Docker's C(daemon.json).
     type: path
@@ -137,6 +149,8 @@ def main():
         runtime=dict(type='str', choices=list(doctor_node.UNITS)),
         runtime_name=dict(type='str', default='nvidia'),
         containerd_config=dict(type='path', default='/etc/containerd/config.toml'),
+        containerd=dict(type='str', default='containerd'),
+        unit=dict(type='str'),
         docker_config=dict(type='path', default='/etc/docker/daemon.json'),
         crio_drop_in=dict(type='path', default='/etc/crio/crio.conf.d/99-nvidia.conf'),
         device_plugin_dir=dict(type='path', default=device_plugin_check.DEFAULT_SOCKET_DIR),

@@ -60,8 +60,15 @@ def lab_nodes(tmp_path, prefix, distros, register=True, systemd=True):
     """(kubeconfig, Kube): a stand-in of its own (with a Node per lab node when `register`) and the lab nodes
     <prefix><distro> running, each served its lab fixture (without `systemd`: PID 1 is not systemd, containerd runs as a
     plain process, labctl.py up --no-systemd); all gone afterwards."""
-    names = [prefix + distro for distro in distros]
     fixtures = lab_fixtures()
+    with named_lab_nodes(tmp_path, {prefix + distro: (distro, fixtures[distro]) for distro in distros}, register, systemd) as lab:
+        yield lab
+
+
+@contextlib.contextmanager
+def named_lab_nodes(tmp_path, nodes, register=True, systemd=True):
+    """lab_nodes() of `nodes`: name -> (distro, GPU fixture or None), started at once."""
+    names = list(nodes)
     standin = BackgroundStandin(nodes=names if register else ())
     kubeconfig = tmp_path / 'kubeconfig'
     write_kubeconfig(str(kubeconfig), standin.start())
@@ -72,10 +79,10 @@ def lab_nodes(tmp_path, prefix, distros, register=True, systemd=True):
     down()
     try:
         with concurrent.futures.ThreadPoolExecutor(len(names)) as pool:
-            list(pool.map(lambda distro: run(sys.executable, str(LABCTL), 'up', prefix + distro, '--distro', distro,
-                                             *(['--fixture', f'tests/fixtures/gpus/{fixtures[distro]}'] if fixtures[distro] else []),
-                                             *([] if systemd else ['--no-systemd'])),
-                          distros))
+            list(pool.map(lambda name: run(sys.executable, str(LABCTL), 'up', name, '--distro', nodes[name][0],
+                                           *(['--fixture', f'tests/fixtures/gpus/{nodes[name][1]}'] if nodes[name][1] else []),
+                                           *([] if systemd else ['--no-systemd'])),
+                          names))
         yield kubeconfig, Kube(kubeconfig)
     finally:
         down()

@@ -40,6 +40,18 @@ API_LISTS = ('/api/v1/namespaces', '/apis/apiextensions.k8s.io/v1/customresource
              f'/apis/rbac.authorization.k8s.io/v1/namespaces/{NAMESPACE}/rolebindings', '/apis/nvidia.com/v1/clusterpolicies')
 # What the API server sets on every write: not part of what a run leaves.
 SERVER_FIELDS = ('resourceVersion', 'uid', 'creationTimestamp', 'managedFields', 'generation', 'selfLink')
+# The support matrix rows this module proves (tools/support_matrix.py collects them into the README).
+SUPPORT_MATRIX = [
+    {'os': 'Debian bookworm', 'runtime': 'containerd 1.6', 'distribution': 'none (containerd.service)', 'evidence': 'proven on real parts',
+     'how': "lab node, the OS's own containerd: site.yml, doctor.yml, uninstall.yml byte for byte",
+     'test': 'tests/slicing/test_sliced_lab.py::test_sliced_runs_end_as_one_unsliced_run'},
+    {'os': 'Debian trixie', 'runtime': 'containerd 1.7', 'distribution': 'none (containerd.service)', 'evidence': 'proven on real parts',
+     'how': "lab node, the OS's own containerd: site.yml, doctor.yml, uninstall.yml byte for byte",
+     'test': 'tests/slicing/test_sliced_lab.py::test_sliced_runs_end_as_one_unsliced_run'},
+    {'os': 'Debian sid', 'runtime': 'containerd 2.1', 'distribution': 'none (containerd.service)', 'evidence': 'proven on real parts',
+     'how': "lab node, the OS's own containerd: site.yml, doctor.yml, uninstall.yml byte for byte",
+     'test': 'tests/slicing/test_sliced_lab.py::test_sliced_runs_end_as_one_unsliced_run'},
+]
 
 
 def awx_slices(inventory, count):

@@ -324,7 +324,6 @@ def driver_findings(facts):
 
 # --- node checks: container runtime ------------------------------------------------------------
 
-_RESTART = {'containerd': 'systemctl restart containerd', 'docker': 'systemctl restart docker', 'crio': 'systemctl restart crio'}
 # Where systemd does not run the node (runtime['systemd'] false) something else runs the runtime: its process is named,
 # and whoever runs it starts or restarts it.
 
@@ -335,7 +334,9 @@ def _runs_as(runtime):
 
 
 def _restart(runtime, name):
-    return 'restart it: ' + _RESTART[name] if runtime['systemd'] else 'restart %s the way this node runs it (%s)' % (name, NOT_BOOTED)
+    # The unit that runs it: the runtime's own, or a distribution's (k3s.service restarts k3s's containerd).
+    unit = runtime['unit'][:-len('.service')] if runtime['unit'].endswith('.service') else runtime['unit']
+    return 'restart it: systemctl restart ' + unit if runtime['systemd'] else 'restart %s the way this node runs it (%s)' % (name, NOT_BOOTED)
 
 
 def runtime_findings(runtime):

@@ -80,7 +80,7 @@ def _configured(module, runtime):
     if runtime == 'containerd':
         path = params['containerd_config']
         try:
-            dump = containerd_cli.config_dump(module, path)
+            dump = containerd_cli.config_dump(module, path, params['containerd'])
         except commands.CommandError as exc:
             return 'containerd config dump', None, None, [path], str(exc)
         if dump is None:
@@ -111,7 +111,8 @@ def gather_runtime(module):
     params = module.params
     runtime = params['runtime']
     facts = dict(runtime=runtime, runtime_name=params['runtime_name'], source=None, configured=None, loaded=None, error=None, binaries={},
-                 unit=UNITS.get(runtime), systemd=None, process=None, active_state=None, active_since=None, config_files={}, log_errors=[])
+                 unit=params.get('unit') or UNITS.get(runtime), systemd=None, process=None, active_state=None, active_since=None, config_files={},
+                 log_errors=[])
     if not runtime:
         facts['error'] = 'no runtime given: the kubelet\'s config names none and no containerd, CRI-O or Docker service is installed'
         return facts

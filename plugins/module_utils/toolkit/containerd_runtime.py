@@ -39,12 +39,12 @@ class NodeFiles(object):
 
     def default_config(self):
         """`containerd config default` output, or None when containerd is not installed."""
-        return containerd_cli.default_config(self.module)
+        return containerd_cli.default_config(self.module, self.module.params['containerd'])
 
     def containerd_version(self):
         """(major, minor) of the installed containerd, or None; asked once."""
         if not self._version:
-            self._version.append(containerd_cli.version(self.module))
+            self._version.append(containerd_cli.version(self.module, self.module.params['containerd']))
         return self._version[0]
 
     def read(self, path):
@@ -79,6 +79,8 @@ def plan(params, current, node):
     check_options(params)
     path = params['path']
     _check_drop_in(path, params.get('drop_in'))
+    if params.get('generated'):
+        _check_generated(params, current)
     state = rc.load_state(current.get(state_path(path)), state_path(path))
     if state is not None and state['path'] == path:
         # absent follows the record: the drop-in it names is undone whatever the drop_in option says.
@@ -90,6 +92,8 @@ def plan(params, current, node):
         drop_in = params.get('drop_in')
     else:
         drop_in = _plan_absent(params, result, state, node)
+    if params.get('generated') and params['state'] == 'present':
+        _keep_generated(params, result)
     doc = cc.parse(rc.text(result.desired[path], path), path) if result.desired[path] is not None else cc.parse('')
     version = cc.detect_version(doc)
     effective_default = cc.default_runtime(doc, version)
@@ -115,6 +119,28 @@ def _check_drop_in(path, drop_in):
     if same in (os.path.realpath(path), os.path.realpath(state_path(path))):
         raise rc.ConfigError('drop_in: %s is %s itself; a drop-in is a file of its own that %s imports' % (
             drop_in, 'the config' if same == os.path.realpath(path) else 'the undo record of the config', path))
+
+
+GENERATED = ('%s is written by the distribution at each start (generated), so it is not edited: an edit would be gone at '
+             'the next start. ')
+
+
+def _check_generated(params, current):
+    """A generated config is read, never written: the runtimes go into the drop-in it imports."""
+    path = params['path']
+    if current.get(path) is None:
+        raise rc.ConfigError(GENERATED % path + 'It does not exist yet: start the distribution once, then run again')
+    if not params.get('drop_in'):
+        raise rc.ConfigError(GENERATED % path + 'This release imports no drop-in directory of its own for a config of this version: '
+                             'nothing was written')
+
+
+def _keep_generated(params, result):
+    """Fail where a present run would edit the generated config (absent never does: present added no import to it)."""
+    path = params['path']
+    if result.desired[path] != result.current[path]:
+        raise rc.ConfigError(GENERATED % path + 'It does not import %s (this release has no drop-in directory there): nothing '
+                             'was written' % params['drop_in'])
 
 
 def _check_containerd(params, source, version, node):
@@ -240,6 +266,10 @@ def _copy_cri_table(params, file_doc, target, source, version, result, node):
     found = node.containerd_version()
     if found and found[0] >= 2:
         return
+    if params.get('generated'):
+        raise rc.ConfigError(GENERATED % params['path'] + 'containerd %s puts a drop-in\'s CRI table in place of the generated one '
+                             'whole, and a copy of it in %s would not follow what the distribution writes at its next start '
+                             '(an upgrade): nothing was written' % ('%d.%d' % found if found else '1.x (or unknown)', params['drop_in']))
     base, base_path = _cri_base(params, file_doc, target, source, version, result, node)
     if cc.copy_cri_section(base, target, version) and base_path is not None:
         result.modes[params['drop_in']] = node.mode(base_path)
@@ -356,10 +386,11 @@ class NotLoadedError(rc.ConfigError):
     """containerd's own reading of the config does not show the runtimes as registered."""
 
 
-def dump_problems(dump, entries, enable_cdi=False):
+def dump_problems(dump, entries, enable_cdi=False, set_as_default=False):
     """What `containerd config dump` output shows wrong for the runtimes `entries` ([(name, binary)]) and, with
-    `enable_cdi`, the CDI switch: a runtime missing, one whose BinaryName is another, enable_cdi not true (containerd
-    before 1.7 drops it); [] when containerd reads everything as written. Pure."""
+    `enable_cdi`, the CDI switch, with `set_as_default` the default runtime: a runtime missing, one whose BinaryName is
+    another, enable_cdi not true (containerd before 1.7 drops it), another default; [] when containerd reads everything
+    as written. Pure."""
     doc = parse(dump, 'containerd config dump')
     version = cc.detect_version(doc)
     problems = []
@@ -372,6 +403,9 @@ def dump_problems(dump, entries, enable_cdi=False):
             problems.append('runtime %s has BinaryName %s, not %s' % (name, found or '(unset: runc)', binary))
     if enable_cdi and cc.get_enable_cdi(doc, version) is not True:
         problems.append('enable_cdi is not true (containerd before %d.%d ignores it)' % cc.ENABLE_CDI_SINCE)
+    default = cc.default_runtime(doc, version)
+    if set_as_default and default != entries[0][0]:
+        problems.append('the default runtime is %s, not %s' % (default or 'unset (runc)', entries[0][0]))
     return problems
 
 
@@ -386,15 +420,17 @@ def execute(module, result):
     params = module.params
     verified = []
 
+    config = params.get('verify_path') or params['path']
+
     def verify():
-        dump = containerd_cli.config_dump(module, params['path'])
+        dump = containerd_cli.config_dump(module, config, params['containerd'])
         if dump is None:
-            raise NotLoadedError('cannot verify %s: containerd is not installed (no containerd in PATH)' % params['path'])
+            raise NotLoadedError('cannot verify %s: containerd is not installed (no %s)' % (config, params['containerd']))
         problems = dump_problems(dump, runtime_entries(params['runtime_name'], params['runtime_binary'], params['variants']),
-                                 params['enable_cdi'])
+                                 params['enable_cdi'], params['set_as_default'])
         if problems:
-            raise NotLoadedError('containerd --config %s config dump does not show the NVIDIA runtimes as written: %s' % (
-                params['path'], '; '.join(problems)))
+            raise NotLoadedError('%s --config %s config dump does not show the NVIDIA runtimes as written: %s' % (
+                params['containerd'], config, '; '.join(problems)))
         verified.append(True)
     out = rc.execute(module, result, params['path'], state_path(params['path']),
                      verify=verify if params['verify'] and params['state'] == 'present' else None)

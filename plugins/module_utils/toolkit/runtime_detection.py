@@ -19,6 +19,7 @@ from ansible.module_utils.common.text.converters import to_text
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import distributions
 
 # Socket name in the kubelet's --container-runtime-endpoint / containerRuntimeEndpoint -> runtime.
 SOCKETS = {
@@ -37,6 +38,8 @@ DAEMONS = {'containerd': 'containerd', 'crio': 'crio', 'docker': 'dockerd'}
 PROC_ROOT = '/proc'
 KUBELET_FILES = ['/var/lib/kubelet/config.yaml', '/var/lib/kubelet/kubeadm-flags.env', '/etc/default/kubelet']
 KUBELET_FILE_LIMIT = 1024 * 1024
+# Where the distributions' files are looked for: the node's root (tests lay a node out under a directory of theirs).
+FILE_ROOT = ''
 _SOCKET = re.compile(r'[a-z-]+\.sock\b')
 
 
@@ -174,7 +177,8 @@ def gather(module):
     systemd = init.booted(module)
     units = {}
     if systemd:
-        rc, out, err = run(module, ['systemctl', 'show', '--property=Id,LoadState,ActiveState'] + list(UNITS.values()))
+        rc, out, err = run(module, ['systemctl', 'show', '--property=Id,LoadState,ActiveState'] + list(UNITS.values())
+                           + distributions.units())
         if rc != 0:
             module.fail_json(msg='systemctl show failed (rc=%d): %s' % (rc, (err or out).strip()))
         units = systemd_units(out)
@@ -184,9 +188,14 @@ def gather(module):
     present = () if systemd else [runtime for runtime in UNITS if processes[runtime] or os.path.exists(RUNTIME_SOCKETS[runtime])
                                   or module.get_bin_path(DAEMONS[runtime])]
 
+    distribution = distribution_facts(params['distribution'], units, systemd)
+    # A distribution's own containerd is the kubelet's runtime (its kubelet's settings are not in the kubelet files read
+    # here), unless those name another runtime's socket.
+    runtime = 'containerd' if distribution and socket in (None, 'containerd.sock') else pick_runtime(socket, services, present)
     binary = params['runtime_binary']
     return dict(
-        runtime=pick_runtime(socket, services, present),
+        runtime=runtime,
+        distribution=distribution,
         kubelet_socket=socket,
         systemd=systemd,
         services=services,
@@ -196,6 +205,17 @@ def gather(module):
         packages=package_versions(module, params['packages']),
         ready_file_content=ready_file_content(params['ready_file']),
     )
+
+
+def distribution_facts(choice, units, systemd):
+    """distributions.facts() of the distribution `choice` names (auto: the one found), or None (none found, or `none`)."""
+    if choice == 'none':
+        return None
+    name = choice if choice != 'auto' else distributions.pick(units, lambda path: os.path.exists(FILE_ROOT + path), systemd)
+    if name is None:
+        return None
+    data = files.read_bytes(FILE_ROOT + distributions.LAYOUTS[name]['config'], limit=KUBELET_FILE_LIMIT)
+    return distributions.facts(name, units, None if data is None else to_text(data, errors='surrogate_or_replace'), systemd)
 
 
 # toolkit-ready is three short lines; anything larger is not the stage's marker.

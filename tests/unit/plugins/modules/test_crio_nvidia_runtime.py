@@ -17,6 +17,14 @@ from ansible_collections.gpuops.gpu_operator.plugins.modules import crio_nvidia_
 from tests.module_runner import run_module
 
 
+# The support matrix rows this module proves (tools/support_matrix.py collects them into the README).
+SUPPORT_MATRIX = [
+    {'os': 'any', 'runtime': 'CRI-O', 'distribution': 'none (crio.service)', 'evidence': 'tested with captured or simulated parts',
+     'how': 'the module on a config file in a temporary directory; no CRI-O runs',
+     'test': 'tests/unit/plugins/modules/test_crio_nvidia_runtime.py::test_drop_in_written_and_removed_state_outside_the_directory'},
+]
+
+
 def run(capsys, failed=False, **args):
     return run_module(capsys, crio_nvidia_runtime.main, args, failed=failed)
 

@@ -297,6 +297,14 @@ def test_not_reloaded_names_the_newest_file_and_the_restart():
     assert found['fix'] == 'restart it: systemctl restart containerd'
 
 
+def test_on_a_distribution_s_node_the_fix_restarts_the_distribution():
+    """k3s runs its containerd: restarting containerd.service would restart nothing (k3s writes its config anew then)."""
+    drop_in = '/var/lib/rancher/k3s/agent/etc/containerd/config-v3.toml.d/99-nvidia.toml'
+    found = checks.runtime_findings(runtime(unit='k3s.service', config_files={drop_in: 2500.0}))[0]
+    assert found['summary'].startswith(drop_in + ' changed after k3s.service started')
+    assert found['fix'] == 'restart it: systemctl restart k3s'
+
+
 def test_without_systemd_the_findings_name_the_process_and_no_systemctl():
     """Where systemd is not PID 1 nothing can be fixed with systemctl: the runtime is restarted or started by whoever runs it."""
     reloaded = checks.runtime_findings(runtime(systemd=False, process='containerd process 6', config_files={'/etc/containerd/config.toml': 2500.0}))[0]
