@@ -21,12 +21,13 @@ import json
 import re
 import time
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as device_plugin_check
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import plugin_config
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import node_api as nfd_node_labels
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import rules as label_rules
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_config, toml_doc
 
 SEVERITIES = ('error', 'warning', 'info')
 SITE = 'ansible-playbook -i <inventory> gpuops.gpu_operator.site --limit <node>'
@@ -47,82 +48,30 @@ def utc(timestamp):
 
 # --- parsers of command output ----------------------------------------------------------------
 
-_HEADER = re.compile(r'^\s*\[([^\[\]]+)\]\s*(?:#.*)?$')
-_KEY_PART = re.compile(r'\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[A-Za-z0-9_-]+)\s*(\.|$)')
-_ASSIGN = re.compile(r'^\s*("(?:[^"\\]|\\.)*"|\'[^\']*\'|[A-Za-z0-9_-]+)\s*=\s*(.*?)\s*$')
-_STRING = re.compile(r'^(?:"((?:[^"\\]|\\.)*)"|\'([^\']*)\')')
-
-
-def _unquote(part):
-    if part[:1] == '"':
-        return json.loads(part)
-    return part[1:-1] if part[:1] == "'" else part
-
-
-def dotted_key(text):
-    """('plugins', 'io.containerd.grpc.v1.cri', 'containerd') from 'plugins."io.containerd.grpc.v1.cri".containerd'."""
-    parts = []
-    position = 0
-    while position < len(text):
-        match = _KEY_PART.match(text, position)
-        if not match:
-            return None
-        parts.append(_unquote(match.group(1)))
-        position = match.end()
-        if not match.group(2):
-            break
-    return tuple(parts) if position >= len(text.rstrip()) else None
-
-
-def toml_string(raw):
-    """The value of a TOML basic or literal string; None when `raw` is not one."""
-    match = _STRING.match(raw or '')
-    if not match:
-        return None
-    return json.loads('"%s"' % match.group(1)) if match.group(1) is not None else match.group(2)
-
-
-def toml_tables(text):
-    """{table key tuple: {key: raw value}} of the TOML that containerd and CRI-O print.
-
-    Enough for their `config dump` / `config` output (every table under a [header], one key per
-    line); multi-line values are not needed by the checks and only their first line is kept.
-    """
-    tables = {(): {}}
-    current = tables[()]
-    for line in (text or '').splitlines():
-        header = _HEADER.match(line)
-        if header:
-            key = dotted_key(header.group(1).strip())
-            current = tables.setdefault(key, {}) if key is not None else {}
-            continue
-        assign = _ASSIGN.match(line)
-        if assign and not line.lstrip().startswith('#'):
-            current[_unquote(assign.group(1))] = assign.group(2)
-    return tables
+def _toml(text, label):
+    """The TOML `text` a runtime printed, read with tomlkit (the reader the runtime modules edit configs with)."""
+    if toml_doc.tomlkit is None:
+        raise GpuOpsError('%s cannot be read: python3-tomlkit is not installed on the node (the container toolkit stage installs it)' % label)
+    return toml_doc.parse(text or '', label)
 
 
 def containerd_runtimes(dump):
     """{runtime name: BinaryName or None} of the CRI plugin in `containerd config dump` (1.x and 2.x)."""
-    tables = toml_tables(dump)
-    runtimes = {}
-    for key in tables:
-        if len(key) >= 3 and key[-2] == 'runtimes' and key[-3] == 'containerd':
-            options = tables.get(key + ('options',), {})
-            runtimes[key[-1]] = toml_string(options.get('BinaryName')) or None
-    return runtimes
+    doc = _toml(dump, 'containerd config dump')
+    version = containerd_config.detect_version(doc)
+    return dict((name, containerd_config.binary_name(doc, version, name) or None)
+                for name in toml_doc.get_table(doc, containerd_config.runtimes_keys(version)) or {})
 
 
 def containerd_imports(dump):
     """The files `containerd config dump` says it read (its top-level imports)."""
-    raw = toml_tables(dump)[()].get('imports', '')
-    return [toml_string(item) for item in re.findall(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', raw)]
+    return containerd_config.imports_list(_toml(dump, 'containerd config dump'))
 
 
 def crio_runtimes(text):
     """{runtime name: runtime_path or None} from `crio config`."""
-    return {key[3]: toml_string(values.get('runtime_path')) or None
-            for key, values in toml_tables(text).items() if len(key) == 4 and key[:3] == ('crio', 'runtime', 'runtimes')}
+    runtimes = toml_doc.get_table(_toml(text, 'crio config'), ('crio', 'runtime', 'runtimes')) or {}
+    return dict((name, str(table.get('runtime_path') or '') or None) for name, table in runtimes.items())
 
 
 def _json_object(text):
@@ -408,7 +357,7 @@ def label_findings(node_name, node, expected):
 def device_plugin_findings(node, sockets, resource=device_plugin_check.DEFAULT_RESOURCE):
     """Whether the device plugin advertised the GPUs on the Node (status.capacity / allocatable)."""
     capacity, allocatable, labels = device_plugin_check.node_resources(node, resource)
-    if labels.get('nvidia.com/gpu.present') != 'true':
+    if labels.get(contract.PRESENT) != 'true':
         return []
     name = node['metadata']['name']
     sockets = sockets or {}
@@ -439,10 +388,10 @@ def device_plugin_findings(node, sockets, resource=device_plugin_check.DEFAULT_R
 def _plugin_config(labels, policy, config_maps):
     """(the config the node's device plugin runs (None: none), where it comes from, problem finding or None)."""
     config = ((policy.get('spec') or {}).get('devicePlugin') or {}).get('config') or {}
-    chosen = plugin_config.selected(config, labels.get(plugin_config.NODE_LABEL, ''))
+    chosen = contract.selected_config(config, labels.get(contract.DEVICE_PLUGIN_CONFIG, ''))
     if not config.get('name') or not chosen:
         return None, 'no device plugin config', None
-    picked_by = 'label %s' % plugin_config.NODE_LABEL if labels.get(plugin_config.NODE_LABEL) else 'devicePlugin.config.default'
+    picked_by = 'label %s' % contract.DEVICE_PLUGIN_CONFIG if labels.get(contract.DEVICE_PLUGIN_CONFIG) else 'devicePlugin.config.default'
     source = 'config %s of ConfigMap %s (%s)' % (chosen, config['name'], picked_by)
     data = next((item.get('data') or {} for item in config_maps if item['metadata']['name'] == config['name']), None)
     if data is None or chosen not in data:
@@ -469,28 +418,29 @@ def plugin_config_findings(node, policies, config_maps):
     """
     labels = (node.get('metadata') or {}).get('labels') or {}
     policy = next(iter(policies or []), None)
-    if labels.get('nvidia.com/gpu.present') != 'true' or policy is None or config_maps is None:
+    if labels.get(contract.PRESENT) != 'true' or policy is None or config_maps is None:
         return []
     config, source, problem = _plugin_config(labels, policy, config_maps)
     if problem:
         return [problem]
-    replicas, strategy, shared = label_rules.sharing_view(plugin_config.sharing(config))
     mig = ((policy.get('spec') or {}).get('mig') or {}).get('strategy') or 'none'
-    want = {'nvidia.com/gpu.sharing-strategy': strategy, 'nvidia.com/mps.capable': 'true' if strategy == 'mps' else 'false',
-            'nvidia.com/mig.strategy': mig if mig != 'none' else None}
-    if labels.get('nvidia.com/gpu.replicas') != '0':  # 0: MIG-enabled GPUs, which are not shared
-        want['nvidia.com/gpu.replicas'] = str(replicas)
+    want, shared = contract.sharing_labels(contract.config_sharing(config), mig)
+    replicas, product_label = contract.resource_label(contract.GPU_RESOURCE, 'replicas'), contract.resource_label(contract.GPU_RESOURCE, 'product')
+    mig_enabled = labels.get(replicas) == '0'  # MIG-enabled GPUs, which are not shared
+    if mig_enabled:
+        del want[replicas]
     lines = ['%s: Node has %s, %s makes it %s' % (key, labels[key], source, value if value is not None else '(no label)')
              for key, value in sorted(want.items()) if key in labels and labels[key] != value]
-    product = labels.get('nvidia.com/gpu.product', '')
-    if product and labels.get('nvidia.com/gpu.replicas') != '0' and product.endswith('-SHARED') != shared:
-        lines.append('nvidia.com/gpu.product: Node has %s, %s makes it %s the -SHARED suffix' % (product, source, 'with' if shared else 'without'))
+    product = labels.get(product_label, '')
+    if product and not mig_enabled and product.endswith(contract.SHARED_PRODUCT_SUFFIX) != shared:
+        lines.append('%s: Node has %s, %s makes it %s the %s suffix'
+                     % (product_label, product, source, 'with' if shared else 'without', contract.SHARED_PRODUCT_SUFFIX))
     if not lines:
         return []
     return [finding('labels-disagree-with-plugin-config', 'error',
                     'the Node\'s MIG or sharing labels disagree with what its device plugin advertises (%s)' % source, lines,
                     'label it from the same settings: set gpu_node_labels_device_plugin_config for <node> to the config it runs (or remove '
-                    'the %s label someone set), then %s' % (plugin_config.NODE_LABEL, SITE))]
+                    'the %s label someone set), then %s' % (contract.DEVICE_PLUGIN_CONFIG, SITE))]
 
 
 # Taints the DaemonSet controller tolerates for every DaemonSet Pod by itself.

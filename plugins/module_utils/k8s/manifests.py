@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects, operands as operand_objects, plugin_config, policy
 
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
@@ -54,8 +55,9 @@ def namespace_object(namespace):
 
 
 def runtime_classes(resolved):
-    """The runtime class the operands name, and with CDI the nvidia-cdi and nvidia-legacy ones (each handler the runtime of its name)."""
-    names = [resolved['operator']['runtimeClass']] + (['nvidia-cdi', 'nvidia-legacy'] if resolved['cdi']['enabled'] else [])
+    """A RuntimeClass for each name the GPU nodes register the NVIDIA runtime under (contract.runtime_names): the one the
+    operands name (operator.runtimeClass), and with CDI its -cdi and -legacy variants; each handler the runtime of its name."""
+    names = contract.runtime_names(resolved['operator']['runtimeClass'], contract.runtime_variants(resolved['cdi']['enabled']))
     return [{'apiVersion': 'node.k8s.io/v1', 'kind': 'RuntimeClass', 'metadata': _meta(name, labels={'app.kubernetes.io/component': 'gpu-operator'}),
              'handler': name} for name in names]
 
@@ -70,10 +72,11 @@ def prerequisites(namespace='gpu-operator', with_crd=True, spec=None, nodes=None
 
 
 def unused_runtime_classes(spec=None, nodes=None):
-    """Identities of our RuntimeClasses the settings do not want (nvidia-cdi and nvidia-legacy without CDI)."""
-    wanted = [obj['metadata']['name'] for obj in runtime_classes(policy.resolve(spec, '', nodes))]
+    """Identities of our RuntimeClasses the settings do not want (the -cdi and -legacy variants without CDI)."""
+    resolved = policy.resolve(spec, '', nodes)
+    wanted = [obj['metadata']['name'] for obj in runtime_classes(resolved)]
     return [{'apiVersion': 'node.k8s.io/v1', 'kind': 'RuntimeClass', 'metadata': {'name': name}}
-            for name in ('nvidia-cdi', 'nvidia-legacy') if name not in wanted]
+            for name in contract.runtime_names(resolved['operator']['runtimeClass'], contract.RUNTIME_VARIANTS) if name not in wanted]
 
 
 # --- the ClusterPolicy CRD and object ------------------------------------------------------------
@@ -110,14 +113,14 @@ def cluster_policy_crd():
         'required': ['daemonsets', 'dcgm', 'dcgmExporter', 'devicePlugin', 'driver', 'gfd', 'nodeStatusExporter', 'operator', 'toolkit'],
         'properties': {
             'operator': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True,
-                         'properties': {'runtimeClass': {'type': 'string', 'default': 'nvidia'}}},
+                         'properties': {'runtimeClass': {'type': 'string', 'default': contract.DEFAULT_RUNTIME_NAME}}},
             'daemonsets': {'type': 'object', 'properties': {
                 'labels': _strings(), 'annotations': _strings(),
                 'priorityClassName': {'type': 'string'}, 'tolerations': {'type': 'array', 'items': toleration},
                 'updateStrategy': {'type': 'string', 'enum': ['RollingUpdate', 'OnDelete'], 'default': 'RollingUpdate'},
                 'rollingUpdate': {'type': 'object', 'properties': {'maxUnavailable': {'type': 'string'}}},
                 'podSecurityContext': preserved}},
-            'mig': {'type': 'object', 'properties': {'strategy': {'type': 'string', 'enum': list(policy.MIG_STRATEGIES)}}},
+            'mig': {'type': 'object', 'properties': {'strategy': {'type': 'string', 'enum': list(contract.MIG_STRATEGIES)}}},
             'cdi': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True, 'properties': {
                 'enabled': {'type': 'boolean', 'default': True}, 'default': {'type': 'boolean', 'default': False}}},
             'validator': _component_schema(),

@@ -20,10 +20,11 @@ import copy
 import hashlib
 import json
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, plugin_config, policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, policy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map, meta, ref
 
-VALIDATIONS = '/run/nvidia/validations'
+VALIDATIONS = contract.VALIDATIONS_DIR
 METRICS_PORT = 9400
 ENTRYPOINT = '/bin/entrypoint.sh'
 CONFIG_FILE = '/config/config.yaml'
@@ -104,7 +105,7 @@ def set_env(container, name, value):
 
 
 def deploy_label(key):
-    return 'nvidia.com/gpu.deploy.%s' % DEPLOY[key]
+    return contract.deploy_label(DEPLOY[key])
 
 
 def toolkit_validation(volume, path):
@@ -119,7 +120,7 @@ def config_manager(init, process=''):
     """config-manager picks the node's device plugin config by its label; as a sidecar it signals the process on a change."""
     container = {'name': 'config-manager-init' if init else 'config-manager', 'command': ['config-manager'], 'env': [
         value_env('ONESHOT', 'true' if init else 'false'), value_env('KUBECONFIG', ''), field_env('NODE_NAME', 'spec.nodeName'),
-        value_env('NODE_LABEL', plugin_config.NODE_LABEL), value_env('CONFIG_FILE_SRCDIR', '/available-configs'),
+        value_env('NODE_LABEL', contract.DEVICE_PLUGIN_CONFIG), value_env('CONFIG_FILE_SRCDIR', '/available-configs'),
         value_env('CONFIG_FILE_DST', CONFIG_FILE), value_env('DEFAULT_CONFIG', ''), value_env('SEND_SIGNAL', 'false' if init else 'true'),
         value_env('SIGNAL', '' if init else '1'), value_env('PROCESS_TO_SIGNAL', process)]}
     if not init:
@@ -452,7 +453,7 @@ def device_plugin(resolved, namespace, nodes):
         _mps_root(pod, spec['mps']['root'])
     _host_network(pod, spec['hostNetwork'])
     mps = daemonset('mps', DAEMONSETS['mps'], {'app': DAEMONSETS['mps']}, pod, resolved, namespace,
-                    selector={deploy_label('devicePlugin'): 'true', 'nvidia.com/mps.capable': 'true'}, checksum=_checksum(configs) if configs else None)
+                    selector={deploy_label('devicePlugin'): 'true', contract.MPS_CAPABLE: 'true'}, checksum=_checksum(configs) if configs else None)
     return accounts('devicePlugin', namespace) + [entrypoint] + configs + [plugin, mps]
 
 

@@ -15,12 +15,9 @@ start (api/config/v1), made before anything is applied.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
+    DEVICE_PLUGIN_CONFIG, GPU_RESOURCE, MIG_RESOURCE_PREFIX, MIG_STRATEGIES, SHARING_KINDS, config_sharing, selected_config)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-
-NODE_LABEL = 'nvidia.com/device-plugin.config'
-SHARING_KINDS = {'timeSlicing': 'time-slicing', 'mps': 'mps'}
-GPU_RESOURCE = 'nvidia.com/gpu'
-MIG_STRATEGIES = ('none', 'single', 'mixed')
 
 
 class PluginConfigError(GpuOpsError):
@@ -87,9 +84,9 @@ def _check_sharing(kind, sharing, strategy, where):
         if not isinstance(resource, dict):
             raise PluginConfigError('%s must be {name, replicas}, not %r' % (here, resource))
         name, replicas = resource.get('name'), resource.get('replicas')
-        if not isinstance(name, str) or not (name == GPU_RESOURCE or name.startswith('nvidia.com/mig-')):
+        if not isinstance(name, str) or not (name == GPU_RESOURCE or name.startswith(MIG_RESOURCE_PREFIX)):
             raise PluginConfigError('%s.name must be nvidia.com/gpu or nvidia.com/mig-<profile>, not %r' % (here, name))
-        if name.startswith('nvidia.com/mig-') and strategy != 'mixed':
+        if name.startswith(MIG_RESOURCE_PREFIX) and strategy != 'mixed':
             raise PluginConfigError('%s: %s is only advertised with migStrategy mixed (it is %s)' % (here, name, strategy))
         if kind == 'mps' and name != GPU_RESOURCE:
             raise PluginConfigError('%s: the device plugin shares no MIG device with MPS' % here)
@@ -111,24 +108,6 @@ def configs(spec, mig_strategy):
                 for name, value in (spec.get('data') or {}).items())
 
 
-def sharing(config):
-    """The sharing of nvidia.com/gpu a config gives, in the node labels' terms: {strategy, replicas, rename_by_default}."""
-    for kind, strategy in SHARING_KINDS.items():
-        shared = ((config or {}).get('sharing') or {}).get(kind)
-        if not shared:
-            continue
-        replicas = next((item['replicas'] for item in shared['resources'] if item['name'] == GPU_RESOURCE), 1)
-        if replicas > 1:
-            return {'strategy': strategy, 'replicas': replicas, 'rename_by_default': bool(shared.get('renameByDefault'))}
-    return {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
-
-
-def selected(spec, node_config=''):
-    """The config name a node runs with: its nvidia.com/device-plugin.config label, else devicePlugin.config.default,
-    else none ('': config-manager's fallback "empty", no config file)."""
-    return node_config or spec.get('default') or ''
-
-
 def node_label_settings(resolved, node_config='', gfd_labels=True):
     """What gpu_node_labels needs to label a node as the plugin (and GFD) see it; `gfd_labels`: no GFD Pods write them.
 
@@ -138,7 +117,7 @@ def node_label_settings(resolved, node_config='', gfd_labels=True):
     spec = resolved['devicePlugin']['config']
     strategy = resolved['mig']['strategy']
     available = configs(spec, strategy)
-    name = selected(spec, node_config)
+    name = selected_config(spec, node_config)
     if node_config and not spec.get('name'):
         raise PluginConfigError('the node asks for device plugin config %r but devicePlugin.config.name names no ConfigMap' % node_config)
     if name and spec.get('name') and not available and gfd_labels:
@@ -149,7 +128,7 @@ def node_label_settings(resolved, node_config='', gfd_labels=True):
     manager = resolved['migManager']
     return {
         'mig_strategy': strategy,
-        'sharing': sharing(available.get(name)) if name else sharing(None),
+        'sharing': config_sharing(available.get(name) if name else None),
         'mig_config': manager['config']['default'] if manager['enabled'] else '',
-        'labels': {NODE_LABEL: node_config} if node_config else {},
+        'labels': {DEVICE_PLUGIN_CONFIG: node_config} if node_config else {},
     }

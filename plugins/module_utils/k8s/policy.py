@@ -18,6 +18,7 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, plugin_config
 
@@ -34,11 +35,8 @@ IMAGES = {
     'migManager': ('nvcr.io/nvidia/cloud-native', 'k8s-mig-manager', 'v0.15.0'),
 }
 OPERANDS = ('devicePlugin', 'dcgmExporter', 'gfd', 'migManager')
-MIG_STRATEGIES = ('none', 'single', 'mixed')
 PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
 DEFAULT_MPS_ROOT = '/run/nvidia/mps'
-# What the container_toolkit role does when a GPU node does not say otherwise (roles/container_toolkit/defaults).
-TOOLKIT_DEFAULTS = {'runtime_name': 'nvidia', 'cdi_enabled': False, 'install_dir': '/usr/bin'}
 DOCS = 'docs/coming-from-gpu-operator.md'
 
 

@@ -25,8 +25,8 @@ __metaclass__ = type
 import copy
 import hashlib
 import json
-import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, plugin_config, policy as cluster_policy, policy_status
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
@@ -35,16 +35,14 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.operands i
 VALIDATOR = operands.DAEMONSETS['validator']  # the DaemonSet, its Pods' app label, its ServiceAccount, Role and ClusterRole
 VALIDATOR_LABELS = {'app': VALIDATOR, 'app.kubernetes.io/part-of': 'gpu-operator'}
 DEPLOY_LABEL = operands.deploy_label('validator')
-GPU_PRESENT = 'nvidia.com/gpu.present'
 COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')  # the init containers' order: each runs when the one before passed
 CUDA_APP = 'nvidia-cuda-validator'  # the vectorAdd Pod the cuda component creates
 PLUGIN_APP = 'nvidia-device-plugin-validator'  # the Pods requesting a GPU resource (created by this collection)
 RESOURCE_ANNOTATION = 'gpuops.gpu_operator/gpu-resource'
 VALIDATIONS_DIR = operands.VALIDATIONS
 RESULTS_CONFIG_MAP = 'gpu-validation-results'
-_MIG_COUNT_LABEL = re.compile(r'^nvidia\.com/(mig-.+)\.count$')
 # What a node advertises is named nvidia.com/gpu*, or nvidia.com/mig-* under the mixed strategy (the validator's prefixes).
-GPU_RESOURCE_PREFIXES = ('nvidia.com/gpu', 'nvidia.com/mig-')
+GPU_RESOURCE_PREFIXES = (contract.GPU_RESOURCE, contract.MIG_RESOURCE_PREFIX)
 
 
 class ValidationError(GpuOpsError):
@@ -148,38 +146,6 @@ def validator(namespace='gpu-operator', policy=None, registry='', nodes=None):
 
 # --- which nodes, which resources -------------------------------------------------------------------
 
-def _renamed(node_config):
-    """Resources that sharing advertises as <name>.shared (renameByDefault) in the device plugin config a node runs."""
-    for sharing in ((node_config or {}).get('sharing') or {}).values():
-        if (sharing or {}).get('renameByDefault'):
-            return {(resource or {}).get('name') for resource in sharing.get('resources') or []}
-    return set()
-
-
-def _positive(labels, key):
-    try:
-        return int(labels.get(key, '0')) > 0
-    except ValueError:
-        return True  # a malformed count is gpu_resource_capacity's to report
-
-
-def gpu_resources(labels, mig_strategy='single', node_config=None):
-    """The GPU resources a Node should advertise, from its GPU feature discovery labels and the device plugin config it runs.
-
-    nvidia.com/gpu for full GPUs (and MIG devices under the single strategy), nvidia.com/mig-<profile> for
-    each profile under the mixed strategy; <name>.shared where sharing renames the resource. A GPU node
-    whose labels describe nothing gets nvidia.com/gpu, so that its check says which label is missing.
-    """
-    renamed = _renamed(node_config)
-    names = []
-    if _positive(labels, 'nvidia.com/gpu.count') and labels.get('nvidia.com/gpu.replicas') != '0':
-        names.append('nvidia.com/gpu')
-    if mig_strategy == 'mixed':
-        names += ['nvidia.com/' + match.group(1) for match in sorted(filter(None, map(_MIG_COUNT_LABEL.match, labels)), key=lambda m: m.group(1))
-                  if _positive(labels, match.group(0))]
-    return [name + '.shared' if name in renamed else name for name in names or ['nvidia.com/gpu']]
-
-
 SCOPES = ('cluster', 'inventory')
 STOPPED = 'stopped'  # the state of a record of a node whose stage failed (it was not validated)
 
@@ -192,9 +158,9 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
     Each is {node, exists, skip (why it is not validated, or ''), resources}. A node labelled
     nvidia.com/gpu.deploy.operator-validator=false is skipped, as the Operator's DaemonSet skips it.
     device_plugin_config: the ClusterPolicy's devicePlugin.config ({name, default, data}); each node runs the config its
-    label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (plugin_config.selected).
+    label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (contract.selected_config).
     """
-    selector = selector if selector is not None else {GPU_PRESENT: 'true'}
+    selector = selector if selector is not None else {contract.PRESENT: 'true'}
     spec = device_plugin_config or {}
     available = plugin_config.configs(spec, mig_strategy)
     if scope not in SCOPES:
@@ -211,7 +177,8 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
         if labels.get(DEPLOY_LABEL) == 'false':
             skip = 'the Node is labelled %s=false' % DEPLOY_LABEL
         found.append({'node': name, 'exists': node is not None, 'skip': skip,
-                      'resources': gpu_resources(labels, mig_strategy, available.get(plugin_config.selected(spec, labels.get(plugin_config.NODE_LABEL))))
+                      'resources': contract.gpu_resources(labels, mig_strategy, available.get(
+                          contract.selected_config(spec, labels.get(contract.DEVICE_PLUGIN_CONFIG))))
                       if node is not None else []})
     return found
 

@@ -16,9 +16,11 @@ import os
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_report
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import toml_doc
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, facts_of
 
 DATA = os.path.join(os.path.dirname(__file__), 'doctor_data')
@@ -35,18 +37,6 @@ def checks_of(findings):
 
 # --- parsers ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('text, key', [
-    ('plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia', ('plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'runtimes', 'nvidia')),
-    ("plugins.'io.containerd.cri.v1.runtime'.containerd", ('plugins', 'io.containerd.cri.v1.runtime', 'containerd')),
-    ('crio.runtime.runtimes.nvidia-cdi', ('crio', 'runtime', 'runtimes', 'nvidia-cdi')),
-    ('a . "b.c" . d', ('a', 'b.c', 'd')),
-    ('a..b', None),
-    ('"unterminated', None),
-])
-def test_dotted_key(text, key):
-    assert checks.dotted_key(text) == key
-
-
 @pytest.mark.parametrize('dump, runtimes, imports', [
     # bookworm's containerd 1.6 after the container_toolkit role: config version 2, double quotes.
     ('containerd-1.6-nvidia.toml', {'nvidia': '/usr/bin/nvidia-container-runtime'}, ['/etc/containerd/config.toml']),
@@ -59,6 +49,15 @@ def test_containerd_runtimes_and_imports_of_real_dumps(dump, runtimes, imports):
     text = data(dump)
     assert checks.containerd_runtimes(text) == runtimes
     assert checks.containerd_imports(text) == imports
+
+
+def test_runtime_config_that_cannot_be_read(monkeypatch):
+    """tomlkit reads the runtimes' output (one TOML reader): invalid TOML, and a node without python3-tomlkit, say why."""
+    with pytest.raises(GpuOpsError, match='containerd config dump: invalid TOML at line 1'):
+        checks.containerd_runtimes('[plugins\n')
+    monkeypatch.setattr(toml_doc, 'tomlkit', None)
+    with pytest.raises(GpuOpsError, match='crio config cannot be read: python3-tomlkit is not installed'):
+        checks.crio_runtimes('')
 
 
 @pytest.mark.parametrize('text, expected', [

@@ -256,6 +256,11 @@ def test_runtime_class_follows_the_toolkit():
     rendered = render({'nodes': nodes})
     assert set(ds['spec']['template']['spec']['runtimeClassName'] for ds in by_name(rendered['present'], 'DaemonSet').values()) == {'nvidia-gpu'}
     assert [o['handler'] for o in cm.prerequisites(spec={}, nodes=nodes) if o['kind'] == 'RuntimeClass'] == ['nvidia-gpu']
+    # with CDI, the variants the nodes register under that name (contract.runtime_names), not nvidia-cdi / nvidia-legacy
+    cdi_nodes = [dict(node, cdi_enabled=True, install_dir='/usr/bin') for node in nodes]
+    assert [(o['metadata']['name'], o['handler']) for o in cm.prerequisites(spec={}, nodes=cdi_nodes) if o['kind'] == 'RuntimeClass'] == [
+        ('nvidia-gpu', 'nvidia-gpu'), ('nvidia-gpu-cdi', 'nvidia-gpu-cdi'), ('nvidia-gpu-legacy', 'nvidia-gpu-legacy')]
+    assert [o['metadata']['name'] for o in cm.unused_runtime_classes({}, nodes)] == ['nvidia-gpu-cdi', 'nvidia-gpu-legacy']
     with pytest.raises(GpuOpsError, match="the GPU nodes differ in container_toolkit_runtime_name .a='nvidia-gpu', b='nvidia'"):
         render({'nodes': [nodes[0], {'host': 'b'}]})
     with pytest.raises(GpuOpsError, match="operator.runtimeClass is 'nvidia' but container_toolkit_runtime_name='nvidia-gpu' on a, b"):

@@ -191,27 +191,9 @@ def test_objects_are_valid_kubernetes(minor):
         kubernetes_validate.validate(obj, minor, strict=True)
 
 
-# --- which nodes, which resources ----------------------------------------------------------------
+# --- which nodes, which resources (contract.gpu_resources: tests/unit/plugins/module_utils/common/test_contract.py) ---------
 
 TIME_SLICED = {'sharing': {'timeSlicing': {'renameByDefault': True, 'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
-MIG_LABELS = {'nvidia.com/gpu.count': '0', 'nvidia.com/gpu.replicas': '0', 'nvidia.com/mig-1g.20gb.count': '4', 'nvidia.com/mig-1g.20gb.replicas': '1',
-              'nvidia.com/mig-3g.40gb.count': '0'}
-
-
-@pytest.mark.parametrize('labels, strategy, config, expected', [
-    ({'nvidia.com/gpu.count': '8', 'nvidia.com/gpu.replicas': '1'}, 'single', None, ['nvidia.com/gpu']),
-    ({'nvidia.com/gpu.count': '1', 'nvidia.com/gpu.replicas': '4'}, 'single', TIME_SLICED, ['nvidia.com/gpu.shared']),
-    ({'nvidia.com/gpu.count': '1', 'nvidia.com/gpu.replicas': '4'}, 'single', {'sharing': {'timeSlicing': {'resources': [
-        {'name': 'nvidia.com/gpu', 'replicas': 4}]}}}, ['nvidia.com/gpu']),
-    (MIG_LABELS, 'mixed', None, ['nvidia.com/mig-1g.20gb']),
-    (dict(MIG_LABELS, **{'nvidia.com/gpu.count': '2', 'nvidia.com/gpu.replicas': '1'}), 'mixed', TIME_SLICED,
-     ['nvidia.com/gpu.shared', 'nvidia.com/mig-1g.20gb']),
-    (MIG_LABELS, 'single', None, ['nvidia.com/gpu']),  # nothing described: the capacity check says which label is missing
-    ({}, 'single', None, ['nvidia.com/gpu']),
-], ids=['full GPUs', 'time-sliced, renamed', 'time-sliced, not renamed', 'MIG mixed', 'mixed with full GPUs, shared', 'MIG labels, single',
-        'no labels'])
-def test_gpu_resources(labels, strategy, config, expected):
-    assert v.gpu_resources(labels, strategy, config) == expected
 
 
 def node(name, **labels):
