@@ -8,8 +8,8 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects as cluster_objects
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import prerequisites as cluster_manifests
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.plain_data import plain
 

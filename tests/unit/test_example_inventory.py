@@ -9,7 +9,7 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import prerequisites as manifests
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / 'inventory' / 'example'

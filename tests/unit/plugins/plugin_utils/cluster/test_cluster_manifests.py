@@ -22,8 +22,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy, validation
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import prerequisites as cm
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy, skeleton as operands, validation
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.

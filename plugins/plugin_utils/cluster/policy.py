@@ -20,7 +20,7 @@ import re
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, plugin_config
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, mig_profiles, plugin_config
 
 # The GPU Operator release whose defaults (deployments/gpu-operator/values.yaml) and operand layouts
 # (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this block and

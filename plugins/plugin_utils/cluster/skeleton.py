@@ -21,8 +21,8 @@ import hashlib
 import json
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, policy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map, meta, ref
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, mig_profiles, policy
 
 VALIDATIONS = contract.VALIDATIONS_DIR
 METRICS_PORT = 9400

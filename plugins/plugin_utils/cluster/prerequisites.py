@@ -18,7 +18,8 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects, operands as operand_objects, plugin_config, policy
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, skeleton as operand_objects
 
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
 _meta = objects.meta
