@@ -93,13 +93,13 @@ def _plugin_config(labels, policy, config_maps):
             'device-plugin-config-missing', 'error',
             'the device plugin config %s the node runs does not exist: config-manager cannot start the plugin there' % chosen,
             ['ConfigMap %s %s' % (config['name'], found)],
-            'give it in gpu_cluster_operands_policy.devicePlugin.config.data, or set gpu_node_labels_device_plugin_config for <node> '
+            'give it in gpu_operator_policy.devicePlugin.config.data, or set gpu_node_labels_device_plugin_config for <node> '
             'to a config it has, then ' + SITE)
     try:
         return plugin_config.load(data[chosen], source), source, None
     except GpuOpsError as exc:
         return None, source, finding('device-plugin-config-invalid', 'error', 'the device plugin config the node runs cannot be read',
-                                     [str(exc)], 'fix it in gpu_cluster_operands_policy.devicePlugin.config.data and run the site playbook')
+                                     [str(exc)], 'fix it in gpu_operator_policy.devicePlugin.config.data and run the site playbook')
 
 
 def plugin_config_findings(node, policies, config_maps):
@@ -173,7 +173,7 @@ def taint_findings(node, daemonsets, expected=None):
     spelled = ['%s%s:%s' % (taint['key'], '=' + taint['value'] if taint.get('value') else '', taint['effect']) for taint, _names in blocked]
     return [finding('taint-not-tolerated', 'error', 'taints keep operands off this Node: %s' % ', '.join(spelled),
                     ['%s blocks %s' % (text, ', '.join(names)) for text, (_taint, names) in zip(spelled, blocked)],
-                    'add tolerations for them to gpu_cluster_operands_policy.daemonsets.tolerations (keep the nvidia.com/gpu one) and run '
+                    'add tolerations for them to gpu_operator_policy.daemonsets.tolerations (keep the nvidia.com/gpu one) and run '
                     'the operands stage of site.yml, or remove the taint: kubectl taint nodes %s %s-'
                     % (node['metadata']['name'], spelled[0]))]
 
@@ -211,7 +211,7 @@ POD_FIXES = (
     (re.compile(r'no runtime for|RuntimeHandler|runtime handler|nvidia-container-(?:runtime|cli)'),
      'the nvidia runtime cannot start containers on <node>: fix the node\'s runtime and driver findings (' + SITE + ')'),
     (re.compile(r'ImagePullBackOff|ErrImagePull|pull access denied|manifest unknown'),
-     'the image cannot be pulled: check gpu_cluster_operands_registry or the operand\'s repository and version, and the pull secrets '
+     'the image cannot be pulled: check gpu_operator_registry or the operand\'s repository and version, and the pull secrets '
      '(gpu_cluster_base_registry_credentials)'),
     (re.compile(r'violates PodSecurity'), 'Pod Security Admission refuses the Pod: see the namespace findings'),
     (re.compile(r'forbidden', re.I), 'the operand\'s ServiceAccount lacks a permission: see the RBAC findings'),

@@ -17,7 +17,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 
 VALIDATOR = 'nvidia-operator-validator'  # the DaemonSet, its Pods' app label, its ServiceAccount, Role and ClusterRole
-DEPLOY_LABEL = contract.deploy_label('operator-validator')
+DEPLOY_COMPONENT = 'operator-validator'
+DEPLOY_LABEL = contract.deploy_label(DEPLOY_COMPONENT)
 CUDA_APP = 'nvidia-cuda-validator'  # the vectorAdd Pod the cuda component creates
 PLUGIN_APP = 'nvidia-device-plugin-validator'  # the Pods requesting a GPU resource (created by this collection)
 RESOURCE_ANNOTATION = 'gpuops.gpu_operator/gpu-resource'

@@ -334,11 +334,12 @@ def is_gfd_label(key):
     return key.startswith(('nvidia.com/cuda.', 'nvidia.com/mps.', 'nvidia.com/mig')) and key != MIG_CONFIG
 
 
-def labels_to_apply(labels, nfd_enabled=False, gfd_enabled=True):
-    """The computed labels the gpu_node_labels role puts on the Node under ClusterPolicy nfd.enabled / gfd.enabled.
+def labels_to_apply(labels, nfd_enabled=False, gfd_labels=True):
+    """The computed labels the gpu_node_labels role puts on the Node.
 
-    With NFD running, its own feature.node.kubernetes.io labels are left to it; with GFD disabled, its labels are
-    left out (gpu.present and the deploy labels stay: the Operator sets those).
+    With NFD running (the chart's nfd.enabled), its own feature.node.kubernetes.io labels are left to it; without
+    `gfd_labels` (GFD's Pods publish them: plugin_config.node_label_settings), GFD's labels are left out (gpu.present
+    and the deploy labels stay: the Operator sets those).
     """
     return dict((key, value) for key, value in labels.items()
-                if not (nfd_enabled and key.startswith(NFD)) and not (not gfd_enabled and is_gfd_label(key)))
+                if not (nfd_enabled and key.startswith(NFD)) and not (not gfd_labels and is_gfd_label(key)))

@@ -15,8 +15,8 @@ GPU resource. After that, the validation stage checks what the Operator's defaul
 advertises each resource it should with GPUs x replicas (module gpu_resource_capacity), and a Pod
 requesting one of each runs vectorAdd on the node (`plugin_pods()`).
 
-`validator_state()` and `plugin_state()` read a node's Pods into a result; `report()` joins the results
-of every step into one per node: {node, state (passed | failed | skipped), component, summary, evidence}.
+module_utils/k8s/validation_pods.py reads a node's Pods into a result on the API host; `report()` joins the
+results of every step into one per node: {node, state (passed | failed | skipped), component, summary, evidence}.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -31,13 +31,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.validation_pods import (
-    DEPLOY_LABEL, PLUGIN_APP, RESOURCE_ANNOTATION, VALIDATOR, result)
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy as cluster_policy, skeleton as operands
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import field_env, host_path, mount, value_env
+    DEPLOY_LABEL, PLUGIN_APP, RESOURCE_ANNOTATION, result)
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, registry
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import validator as validator_operand
 
-VALIDATOR_LABELS = {'app': VALIDATOR, 'app.kubernetes.io/part-of': 'gpu-operator'}
-COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')  # the init containers' order: each runs when the one before passed
-VALIDATIONS_DIR = operands.VALIDATIONS
 RESULTS_CONFIG_MAP = 'gpu-validation-results'
 
 
@@ -47,96 +44,21 @@ class ValidationError(GpuOpsError):
 
 # --- the objects ----------------------------------------------------------------------------------
 
-def validator_image(validator):
-    """{reference, pull_policy, pull_secrets} of NVIDIA's validator image, from the resolved ClusterPolicy `validator`
-    section: the image the operands' validation init containers run too (operands.validation_containers)."""
-    return {'reference': operands.image(validator, 'validator'), 'pull_policy': validator['imagePullPolicy'],
-            'pull_secrets': list(validator['imagePullSecrets'])}
-
-
-def _workload_env(image, runtime_class):
-    """What TransformValidatorComponent gives the cuda and plugin init containers to build their workload Pods."""
-    env = [value_env('VALIDATOR_IMAGE', image['reference']), value_env('VALIDATOR_IMAGE_PULL_POLICY', image['pull_policy'])]
-    if image['pull_secrets']:
-        env.append(value_env('VALIDATOR_IMAGE_PULL_SECRETS', ','.join(image['pull_secrets'])))
-    if runtime_class:
-        env.append(value_env('VALIDATOR_RUNTIME_CLASS', runtime_class))
-    return env
-
-
-def _validations_mount():
-    return mount('run-nvidia-validations', VALIDATIONS_DIR, propagation='Bidirectional')
-
-
-def _init_container(component, env, mounts, security):
-    return {'name': component + '-validation', 'command': ['sh', '-c'], 'args': ['nvidia-validator'], 'env': env,
-            'securityContext': security, 'volumeMounts': mounts}
-
-
-def _layout(resolved, image):
-    """The Operator's validator Pod (assets/state-operator-validation), with the component env TransformValidator adds."""
-    namespace_env = field_env('OPERATOR_NAMESPACE', 'metadata.namespace')
-    node_env = field_env('NODE_NAME', 'spec.nodeName')
-    workload = _workload_env(image, resolved['operator']['runtimeClass'])
-    init = [
-        _init_container('driver', [value_env('WITH_WAIT', 'true'), value_env('COMPONENT', 'driver'), namespace_env],
-                        [mount('host-root', '/host', read_only=True, propagation='HostToContainer'),
-                         mount('driver-install-dir', '/run/nvidia/driver', propagation='HostToContainer'),
-                         _validations_mount(), mount('host-dev-char', '/host-dev-char')],
-                        {'privileged': True, 'seLinuxOptions': {'level': 's0'}}),
-        _init_container('toolkit', [value_env('NVIDIA_VISIBLE_DEVICES', 'all'), value_env('WITH_WAIT', 'false'), value_env('COMPONENT', 'toolkit')],
-                        [_validations_mount()], {'privileged': True}),
-        _init_container('cuda', [value_env('WITH_WAIT', 'false'), value_env('COMPONENT', 'cuda'), node_env, namespace_env] + workload,
-                        [_validations_mount()], {'privileged': True}),
-    ]
-    if resolved['devicePlugin']['enabled']:  # the Operator removes the plugin init container when the device plugin is disabled
-        # WITH_WORKLOAD=false as the Operator ships it: the Pod requesting the resource is this collection's (plugin_pods).
-        init.append(_init_container('plugin', [
-            value_env('COMPONENT', 'plugin'), value_env('WITH_WAIT', 'false'), value_env('WITH_WORKLOAD', 'false'),
-            value_env('MIG_STRATEGY', resolved['mig']['strategy']), node_env, namespace_env] + workload, [_validations_mount()], {'privileged': True}))
-    main = {
-        'name': VALIDATOR, 'command': ['sh', '-c'], 'args': ['echo all validations are successful; while true; do sleep 86400; done'],
-        'securityContext': {'privileged': True},
-        # The Operator's: a node whose validator goes away has no stale ready files.
-        'lifecycle': {'preStop': {'exec': {'command': ['sh', '-c', 'rm -f %s/*-ready' % VALIDATIONS_DIR]}}},
-        'volumeMounts': [_validations_mount()],
-    }
-    return {'initContainers': init, 'containers': [main],
-            'volumes': [host_path('run-nvidia-validations', VALIDATIONS_DIR, 'DirectoryOrCreate'), host_path('driver-install-dir', '/run/nvidia/driver'),
-                        host_path('host-root', '/'), host_path('host-dev-char', '/dev/char')]}
-
-
-def daemonset(namespace, resolved):
-    """The Operator's nvidia-operator-validator DaemonSet: its layout, the validator image on every container (as
-    TransformValidator sets it), then what every operand DaemonSet gets (operands.daemonset: daemonsets.*, the runtime
-    class)."""
-    validator = resolved['validator']
-    pod = _layout(resolved, validator_image(validator))
-    operands.validation_containers(pod, validator)
-    main = pod['containers'][0]
-    main['image'] = operands.image(validator, 'validator')
-    main['imagePullPolicy'] = validator['imagePullPolicy']
-    main['securityContext']['runAsUser'] = 0
-    if validator['resources']:
-        main['resources'] = copy.deepcopy(validator['resources'])
-    return operands.daemonset('validator', VALIDATOR, dict(VALIDATOR_LABELS), pod, resolved, namespace)
-
-
-def validator(namespace='gpu-operator', policy=None, registry='', nodes=None):
+def validator(namespace='gpu-operator', resolved=None):
     """Everything the validation stage applies and needs to know, rendered (and so checked) before anything is applied.
 
-    policy: the ClusterPolicy settings (gpu_cluster_operands_policy), resolved by the same function as the operands': its
-    `validator` section is the image here and in the operands' validation init containers; daemonsets (tolerations,
-    priorityClassName, labels, ...), mig.strategy, devicePlugin.enabled and devicePlugin.config shape the validation.
-    registry: the collection-wide mirror (gpu_operator_registry). nodes: the GPU nodes' container toolkit settings, which
-    decide the runtime class, as for the operands (policy.resolve).
+    resolved: the ClusterPolicy of the run (registry.resolution), as the operands are rendered from it: its `validator`
+    section is the image here and in the operands' validation init containers; daemonsets (tolerations,
+    priorityClassName, labels, ...), mig.strategy, devicePlugin.enabled and devicePlugin.config shape the validation, and
+    the GPU nodes' container toolkit settings decided the runtime class.
     """
-    resolved = cluster_policy.resolve(policy, registry, nodes)
+    resolved = resolved or registry.resolution()
+    spec = resolved['spec']
     return {
-        'objects': operands.accounts('validator', namespace) + [daemonset(namespace, resolved)],
-        'image': validator_image(resolved['validator']), 'runtime_class': resolved['operator']['runtimeClass'],
-        'tolerations': resolved['daemonsets']['tolerations'], 'mig_strategy': resolved['mig']['strategy'],
-        'plugin': bool(resolved['devicePlugin']['enabled']), 'device_plugin_config': resolved['devicePlugin']['config'],
+        'objects': registry.render(resolved, namespace, stage='validation')['present'],
+        'image': validator_operand.image_settings(spec['validator']), 'runtime_class': spec['operator']['runtimeClass'],
+        'tolerations': spec['daemonsets']['tolerations'], 'mig_strategy': spec['mig']['strategy'],
+        'plugin': bool(spec['devicePlugin']['enabled']), 'device_plugin_config': spec['devicePlugin']['config'],
     }
 
 
@@ -203,7 +125,7 @@ def plugin_pods(namespace, rendered, checks):
         node, resource = check['node'], check['resource']
         quantity = {resource: '1'}  # a quantity, as the API returns it
         spec = {
-            'nodeName': node, 'restartPolicy': 'Never', 'serviceAccountName': operands.ACCOUNTS['validator'],
+            'nodeName': node, 'restartPolicy': 'Never', 'serviceAccountName': validator_operand.OPERAND.account,
             'tolerations': copy.deepcopy(rendered['tolerations']),
             'initContainers': [{'name': 'plugin-validation', 'image': image_settings['reference'], 'imagePullPolicy': image_settings['pull_policy'],
                                 'command': ['sh', '-c'], 'args': ['vectorAdd'], 'securityContext': {'allowPrivilegeEscalation': False},

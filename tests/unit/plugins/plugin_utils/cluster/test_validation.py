@@ -24,7 +24,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_validation import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import prerequisites as manifests, validation as v
+from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule as ManifestFilters
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import prerequisites as manifests, registry as cluster_registry, validation as v
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import validator as validator_operand
 
 MINORS = ['1.29', '1.34']
 FIELD = {'OPERATOR_NAMESPACE': 'metadata.namespace', 'NODE_NAME': 'spec.nodeName'}
@@ -51,8 +53,12 @@ OPERATOR_ROLE_RULES = [([''], ['pods'], ['create', 'get', 'list', 'watch', 'upda
                        (['apps'], ['daemonsets'], ['get', 'list', 'watch'])]
 
 
-def rendered(**kwargs):
-    return v.validator('gpu-operator', **kwargs)
+def rendered(policy=None, registry='', nodes=None):
+    return v.validator('gpu-operator', cluster_registry.resolution(policy, registry, nodes))
+
+
+def operand_objects(policy=None, registry='', nodes=None):
+    return cluster_registry.render(cluster_registry.resolution(policy, registry, nodes), 'gpu-operator')['present']
 
 
 def the_daemonset(found):
@@ -118,7 +124,7 @@ def test_daemonsets_settings_come_from_the_operands_policy():
                                                   'annotations': {'a': 'b'}}
     assert ds['metadata']['labels']['team'] == 'ml' and ds['metadata']['annotations'] == {'a': 'b'}
     assert ('MIG_STRATEGY', 'mixed') in env_of(pod['initContainers'][3]) and found['mig_strategy'] == 'mixed'
-    assert ds['spec']['selector']['matchLabels'] == v.VALIDATOR_LABELS, 'the selector does not follow the labels (it is immutable)'
+    assert ds['spec']['selector']['matchLabels'] == validator_operand.LABELS, 'the selector does not follow the labels (it is immutable)'
 
 
 def test_device_plugin_disabled_removes_the_plugin_component():
@@ -145,7 +151,7 @@ def test_one_validator_image_for_the_validator_and_the_operands():
     assert pod['imagePullSecrets'] == [{'name': 'pull-a'}, {'name': 'pull-b'}]
     assert ('VALIDATOR_IMAGE', reference) in env_of(pod['initContainers'][2])
     assert ('VALIDATOR_IMAGE_PULL_SECRETS', 'pull-a,pull-b') in env_of(pod['initContainers'][2])
-    operand_pods = [obj['spec']['template']['spec'] for obj in manifests.operands(policy, registry='mirror.example:5000/nv')['present']
+    operand_pods = [obj['spec']['template']['spec'] for obj in operand_objects(policy, registry='mirror.example:5000/nv')
                     if obj['kind'] == 'DaemonSet']
     assert operand_pods and all(init_images(operand) == {reference} for operand in operand_pods)
     own = rendered(registry='mirror.example', policy={'validator': {'repository': 'quay.example/nv', 'version': 'sha256:' + 'a' * 64}})
@@ -158,7 +164,7 @@ def test_runtime_class_is_the_operands():
     nodes = [{'host': 'a', 'runtime_name': 'nvidia-gpu'}, {'host': 'b', 'runtime_name': 'nvidia-gpu'}]
     found = rendered(nodes=nodes)
     pod = the_daemonset(found)['spec']['template']['spec']
-    operand = next(obj for obj in manifests.operands(nodes=nodes)['present'] if obj['kind'] == 'DaemonSet')
+    operand = next(obj for obj in operand_objects(nodes=nodes) if obj['kind'] == 'DaemonSet')
     assert pod['runtimeClassName'] == operand['spec']['template']['spec']['runtimeClassName'] == found['runtime_class'] == 'nvidia-gpu'
     assert ('VALIDATOR_RUNTIME_CLASS', 'nvidia-gpu') in env_of(pod['initContainers'][2])
     checks = [{'item': {'ansible_job_id': '1', 'item': [{'node': 'gpu-1'}, 'nvidia.com/gpu']}, 'finished': 1, 'registered': True}]
@@ -180,7 +186,7 @@ def test_bad_image_settings(validator, message):
 
 def test_filters_report_setting_errors():
     with pytest.raises(AnsibleFilterError, match="gpuops.gpu_operator: nonsense is not honoured by this collection"):
-        FilterModule().filters()['cluster_validator']('gpu-operator', policy={'nonsense': {}})
+        ManifestFilters().filters()['resolve_cluster_policy']({'nonsense': {}})
 
 
 @pytest.mark.parametrize('minor', MINORS)
