@@ -32,7 +32,7 @@ PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
 DOCS = 'docs/coming-from-gpu-operator.md'
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
 # The Operator's sections this collection does not deploy: the ClusterPolicy says they are off.
-NOT_DEPLOYED = ('driver', 'toolkit', 'dcgm', 'nodeStatusExporter')
+NOT_DEPLOYED = ('driver', 'toolkit', 'dcgm')
 
 
 class PolicyError(GpuOpsError):

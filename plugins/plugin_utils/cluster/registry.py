@@ -16,7 +16,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import ref
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
-    dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, validator)
+    dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import Context
 
 OPERANDS = (
@@ -26,6 +26,7 @@ OPERANDS = (
     dcgm_exporter.OPERAND,
     gpu_feature_discovery.OPERAND,
     mig_manager.OPERAND,
+    node_status_exporter.OPERAND,
 )
 
 

@@ -62,6 +62,7 @@ SCENARIOS = {
                    'devicePlugin': {'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
                                     'env': [{'name': 'DEVICE_LIST_STRATEGY', 'value': 'volume-mounts'}],
                                     'resources': {'limits': {'memory': '100Mi', 'cpu': 1}}},
+                   'nodeStatusExporter': {'enabled': True, 'imagePullSecrets': ['pull']},
                    'dcgmExporter': {'serviceMonitor': {'honorLabels': True, 'additionalLabels': {'release': 'prom'},
                                                        'relabelings': [{'sourceLabels': ['__meta_kubernetes_pod_node_name'], 'targetLabel': 'instance'}]}}}},
 }
@@ -138,7 +139,8 @@ def test_defaults():
     rendered = render({})
     assert sorted(by_name(rendered['present'], 'DaemonSet')) == [
         'nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']
-    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery'}
+    # off by default (GFD: deviation gfd-default; the node status exporter as in the chart)
+    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery', 'nvidia-node-status-exporter'}
     plugin = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']
     assert plugin['spec']['updateStrategy'] == {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}}
     pod = plugin['spec']['template']['spec']
@@ -153,7 +155,7 @@ def test_release_defaults_are_stated_once():
     """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
     resolved = render({})['resolved']['spec']
     owners = [operand for operand in registry.OPERANDS if operand.image]
-    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgmExporter', 'gfd', 'migManager'}
+    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
     for operand in owners:
         spec = resolved[operand.section]
         assert (spec['repository'], spec['image'], spec['version']) == operand.image

@@ -73,6 +73,14 @@ CASES = {
             'config': {'name': 'my-mig', 'data': {'config.yaml': MIG_CONFIG}}, 'gpuClientsConfig': {'name': 'my-clients'},
             'args': ['--with-reboot'], 'env': [{'name': 'WITH_REBOOT', 'value': 'true'}]}}},
     },
+    'node_status_exporter': {
+        'defaults (off), with the ServiceMonitor CRD': {'monitor': True},
+        'on: mirror, pull secrets, args, env, resources, host network, daemonsets': {'registry': MIRROR, 'policy': {
+            'daemonsets': DAEMONSETS, 'nodeStatusExporter': {
+                'enabled': True, 'imagePullSecrets': ['pull'], 'args': ['--metrics-port=8000'], 'env': [{'name': 'METRICS_PORT', 'value': '8000'},
+                                                                                                        {'name': 'DEBUG', 'value': 'true'}],
+                'resources': {'limits': {'memory': '50Mi'}}, 'hostNetwork': True}}},
+    },
     'validator': {
         'defaults': {},
         'mirror, pull secrets, resources, no device plugin, daemonsets': {'registry': MIRROR, 'policy': {
