@@ -20,15 +20,16 @@ POLICY_CRD = 'clusterpolicies.nvidia.com'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 
 
-def run_roles(kube_api, tmp_path, roles, variables):
+def run_roles(kube_api, tmp_path, roles, variables, plays=False):
     """Run `roles` on localhost with `variables`; returns (returncode, changed count or None, output).
 
     A role is its short name, or a dict {role: short name, <role parameter>: value} (a role listed twice with
-    different parameters runs twice).
+    different parameters runs twice). With `plays`, `roles` is a list of plays, each a list of roles.
     """
-    entries = [f'gpuops.gpu_operator.{r}' if isinstance(r, str) else dict(r, role=f'gpuops.gpu_operator.{r["role"]}') for r in roles]
+    def entries(play):
+        return [f'gpuops.gpu_operator.{r}' if isinstance(r, str) else dict(r, role=f'gpuops.gpu_operator.{r["role"]}') for r in play]
     playbook = tmp_path / 'cluster.yml'
-    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': entries}]))
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': entries(play)} for play in (roles if plays else [roles])]))
     extra = tmp_path / 'vars.json'
     extra.write_text(json.dumps(dict(variables, ansible_python_interpreter=sys.executable)))
     env = kube_api.env()
@@ -192,6 +193,16 @@ def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):
     finally:
         if swap:
             ext.delete_custom_resource_definition(POLICY_CRD)
+
+
+def test_the_cluster_policy_is_resolved_once_per_run(kube_api, tmp_path, namespace):
+    """Role gpu_operator_policy resolves gpu_operator_policy in the first play that needs it, on the API host; the roles of
+    the later plays read that resolution (site.yml: prerequisites, node labels, operands, validation)."""
+    code, _changed, out = run_roles(kube_api, tmp_path, [['gpu_cluster_base'], ['gpu_cluster_operands']], variables(namespace), plays=True)
+    assert code == 0, out
+    resolved = re.findall(r'TASK \[gpuops\.gpu_operator\.gpu_operator_policy : Resolve the ClusterPolicy of this run, once, on the API host\]'
+                          r'[ *]*\s+(\w+):', out)
+    assert resolved == ['ok', 'skipping'], out
 
 
 def test_replaced_variables_are_refused_by_name(kube_api, tmp_path, namespace):
