@@ -110,8 +110,18 @@ def golden_file(stem, name):
     return GOLDEN / stem / (slug(name) + '.yml')
 
 
+class _Dumper(yaml.SafeDumper):
+    """YAML as people read it (and yamllint takes it): sequences indented, multi-line text (scripts, config files) as blocks."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar('tag:yaml.org,2002:str', text, style='|' if '\n' in text else None))
+
+
 def as_yaml(data):
-    return yaml.safe_dump(data, default_flow_style=False, sort_keys=False, width=160)
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=150)
 
 
 ALL = [(stem, name) for stem, cases in sorted(CASES.items()) for name in cases]
@@ -139,7 +149,7 @@ def write():
     for stem, name in ALL:
         path = golden_file(stem, name)
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text('# %s, case %r (test_operand_golden.py)\n%s' % (stem, name, as_yaml(rendered(stem, CASES[stem][name]))))
+        path.write_text('---\n# %s, case %r (test_operand_golden.py)\n%s' % (stem, name, as_yaml(rendered(stem, CASES[stem][name]))))
         print(path)
 
 
