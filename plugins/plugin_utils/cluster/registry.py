@@ -30,11 +30,6 @@ OPERANDS = (
 )
 
 
-def named(section):
-    """The operand that owns a ClusterPolicy section."""
-    return next(operand for operand in OPERANDS if operand.section == section and operand.image)
-
-
 def resolution(spec=None, registry='', nodes=None):
     """The ClusterPolicy of a run, resolved once: {'spec': the full ClusterPolicy spec (policy.resolve), 'cdi_hook_path':
     where nvidia-cdi-hook is on the GPU nodes, '' without CDI}.

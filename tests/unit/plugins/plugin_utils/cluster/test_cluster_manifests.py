@@ -159,7 +159,7 @@ def test_release_defaults_are_stated_once():
     for operand in owners:
         spec = resolved[operand.section]
         assert (spec['repository'], spec['image'], spec['version']) == operand.image
-    assert registry.named('validator').image[2] == policy.OPERATOR_RELEASE
+    assert next(operand for operand in owners if operand.section == 'validator').image[2] == policy.OPERATOR_RELEASE
 
 
 def test_registry_rewrite_and_per_image_override():
