@@ -24,7 +24,7 @@ help:
 	@echo "make test       run every test and quality gate (installs what it needs)"
 	@echo "make demo-down  stop the lab nodes and the API stand-in left by make demo"
 	@echo "make bench      time site.yml on 1-32 lab nodes and the modules; writes bench/results/ (not in make test)"
-	@echo "make mutation   mutmut over the pure module_utils, each file within MUTATION_BUDGET seconds (not in make test)"
+	@echo "make mutation   mutmut over the pure code, each file within MUTATION_BUDGET seconds (not in make test)"
 	@echo "make clean      remove .build (venv, collections, caches); lab images stay in podman"
 
 setup: host venv collections

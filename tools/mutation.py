@@ -29,22 +29,25 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / '.build' / 'mutation'
 COLLECTION = Path('ansible_collections', 'gpuops', 'gpu_operator')
-UTILS = Path('plugins', 'module_utils')
-UNIT = Path('tests', 'unit', 'plugins', 'module_utils')
-# The pure transformers and rules, each with the unit tests written for it (under tests/unit/plugins/module_utils/);
+UTILS = Path('plugins')
+UNIT = Path('tests', 'unit', 'plugins')
+# The pure transformers and rules (under plugins/), each with the unit tests written for it (under tests/unit/plugins/);
 # node I/O, API clients and executors are left to the module and molecule tests. Wider test sets kill a few more
 # mutants but make each one cost several times as long.
 TARGETS = {
-    'toolkit/containerd_config.py': ['toolkit/test_containerd_config.py'],
-    'toolkit/toml_doc.py': ['toolkit/test_containerd_config.py', 'toolkit/test_crio_config.py'],
-    'toolkit/docker_config.py': ['toolkit/test_docker_config.py'],
-    'toolkit/crio_config.py': ['toolkit/test_crio_config.py'],
-    'toolkit/runtime_config.py': ['toolkit/test_containerd_config.py', 'toolkit/test_crio_config.py', 'toolkit/test_docker_config.py'],
-    'labels/rules.py': ['labels/test_nfd_label_rules.py', 'labels/test_node_labels_to_apply.py'],
-    'driver/plan.py': ['driver/test_driver_plan.py'],
-    'driver/packages.py': ['driver/test_driver_packages.py'],
-    'k8s/manifests.py': ['k8s/test_cluster_manifests.py'],
-    'k8s/images.py': ['k8s/test_images.py'],
+    'module_utils/toolkit/containerd_config.py': ['module_utils/toolkit/test_containerd_config.py'],
+    'module_utils/toolkit/toml_doc.py': ['module_utils/toolkit/test_containerd_config.py', 'module_utils/toolkit/test_crio_config.py'],
+    'module_utils/toolkit/docker_config.py': ['module_utils/toolkit/test_docker_config.py'],
+    'module_utils/toolkit/crio_config.py': ['module_utils/toolkit/test_crio_config.py'],
+    'module_utils/toolkit/runtime_config.py': ['module_utils/toolkit/test_containerd_config.py', 'module_utils/toolkit/test_crio_config.py',
+                                               'module_utils/toolkit/test_docker_config.py'],
+    'module_utils/labels/rules.py': ['module_utils/labels/test_nfd_label_rules.py', 'module_utils/labels/test_node_labels_to_apply.py'],
+    'module_utils/common/contract.py': ['module_utils/common/test_contract.py', 'module_utils/labels/test_nfd_label_rules.py'],
+    'module_utils/driver/plan.py': ['module_utils/driver/test_driver_plan.py'],
+    'module_utils/driver/packages.py': ['module_utils/driver/test_driver_packages.py'],
+    'plugin_utils/cluster/prerequisites.py': ['plugin_utils/cluster/test_cluster_manifests.py'],
+    'plugin_utils/cluster/policy.py': ['plugin_utils/cluster/test_cluster_manifests.py'],
+    'plugin_utils/cluster/images.py': ['plugin_utils/cluster/test_images.py'],
 }
 # mutmut's exit codes (mutmut/stats.py), grouped as the report counts them.
 KILLED = {1, 3}
@@ -155,7 +158,7 @@ def report_lines(found: dict) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('targets', nargs='*', metavar='FILE', help='files under plugins/module_utils (default: all of %s)' % ', '.join(TARGETS))
+    parser.add_argument('targets', nargs='*', metavar='FILE', help='files under plugins/ (default: all of %s)' % ', '.join(TARGETS))
     parser.add_argument('--budget', type=float, default=float(os.environ.get('MUTATION_BUDGET', 600)),
                         help='seconds per file (default 600, or $MUTATION_BUDGET)')
     parser.add_argument('-j', '--jobs', type=int, default=os.cpu_count() or 1, help='mutants tested at once')

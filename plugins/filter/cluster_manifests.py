@@ -3,13 +3,15 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""Filters that render the cluster side's objects (see module_utils/k8s/manifests.py)."""
+"""Filters that resolve the ClusterPolicy once and render the cluster side's objects from it (see plugin_utils/cluster/)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cluster_manifests
+from ansible.module_utils.parsing.convert_bool import boolean
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects as cluster_objects
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, prerequisites, registry
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.plain_data import plain
 
@@ -31,17 +33,28 @@ def gpu_node_toolkit(hosts, hostvars):
     return plain(found, 'hostvars')
 
 
+def cluster_operands(resolved, namespace='gpu-operator', service_monitor_crd=False):
+    """The operands' objects: {'present': to apply, 'absent': identities to remove} (registry.render)."""
+    return registry.render(resolved, namespace, service_monitor_crd=service_monitor_crd)
+
+
+def node_label_settings(resolved, node_config='', nfd_enabled=False):
+    """plugin_config.node_label_settings, with the switch as Ansible reads booleans (-e gives 'false' as a string)."""
+    return plugin_config.node_label_settings(resolved, node_config, boolean(nfd_enabled))
+
+
 class FilterModule(object):
-    """cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes, gpu_node_toolkit,
-    check_mode_preview."""
+    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes,
+    gpu_node_toolkit, check_mode_preview."""
 
     def filters(self):
         return {
-            'cluster_prerequisites': checked(cluster_manifests.prerequisites),
-            'cluster_operands': checked(cluster_manifests.operands),
-            'cluster_policy': checked(cluster_manifests.cluster_policy),
-            'node_label_settings': checked(cluster_manifests.node_label_settings),
-            'unused_runtime_classes': checked(cluster_manifests.unused_runtime_classes),
+            'resolve_cluster_policy': checked(registry.resolution),
+            'cluster_prerequisites': checked(prerequisites.prerequisites),
+            'cluster_operands': checked(cluster_operands),
+            'cluster_policy': checked(registry.cluster_policy),
+            'node_label_settings': checked(node_label_settings),
+            'unused_runtime_classes': checked(prerequisites.unused_runtime_classes),
             'gpu_node_toolkit': gpu_node_toolkit,
             'check_mode_preview': checked(cluster_objects.check_mode_preview),
         }

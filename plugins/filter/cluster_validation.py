@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import validation
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
 
 

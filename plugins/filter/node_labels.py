@@ -13,9 +13,9 @@ from ansible.module_utils.parsing.convert_bool import boolean
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels import rules
 
 
-def node_labels_to_apply(labels, nfd_enabled=False, gfd_enabled=True):
+def node_labels_to_apply(labels, nfd_enabled=False, gfd_labels=True):
     """rules.labels_to_apply, with the switches as Ansible reads booleans (-e gives 'false' as a string)."""
-    return rules.labels_to_apply(labels, nfd_enabled=boolean(nfd_enabled), gfd_enabled=boolean(gfd_enabled))
+    return rules.labels_to_apply(labels, nfd_enabled=boolean(nfd_enabled), gfd_labels=boolean(gfd_labels))
 
 
 class FilterModule(object):

@@ -138,6 +138,7 @@ facts:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as device_plugin_check
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import DEFAULT_RUNTIME_NAME
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks as doctor_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import node as doctor_node
@@ -147,7 +148,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery impo
 def main():
     argument_spec = dict(
         runtime=dict(type='str', choices=list(doctor_node.UNITS)),
-        runtime_name=dict(type='str', default='nvidia'),
+        runtime_name=dict(type='str', default=DEFAULT_RUNTIME_NAME),
         containerd_config=dict(type='path', default='/etc/containerd/config.toml'),
         containerd=dict(type='str', default='containerd'),
         unit=dict(type='str'),

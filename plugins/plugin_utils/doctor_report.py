@@ -5,7 +5,7 @@
 
 """The doctor's report: node results and cluster objects in, one report per node plus the cluster's out (pure).
 
-`build()` runs the cluster checks of doctor_checks over what the kube_api host read and joins them with
+`build()` runs the cluster checks (doctor_cluster_checks.py) over what the kube_api host read and joins them with
 what gpu_node_doctor found on each node; `text()` renders the report for people.
 """
 
@@ -15,13 +15,15 @@ __metaclass__ = type
 import json
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation as gpu_validation
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation_pods
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_cluster_checks as cluster_checks
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import validation as gpu_validation
 
 REPORT_FORMAT = 1
 # The text shows this many evidence lines of a finding; the JSON report has them all.
 TEXT_EVIDENCE_LINES = 12
-# The Pods of the validation stage: their findings go with the node's validation result (checks.validation_findings).
-VALIDATION_APPS = (gpu_validation.VALIDATOR, gpu_validation.CUDA_APP, gpu_validation.PLUGIN_APP)
+# The Pods of the validation stage: their findings go with the node's validation result (cluster_checks.validation_findings).
+VALIDATION_APPS = (validation_pods.VALIDATOR, validation_pods.CUDA_APP, validation_pods.PLUGIN_APP)
 
 
 def _placed(findings, host, inventory, namespace):
@@ -53,13 +55,13 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, val
         if data.get('labels_error') and node is not None:
             found.append(checks.finding('labels-not-computed', 'warning', 'the labels this node should have could not be computed',
                                         [data['labels_error']], 'run the node labels stage to see the error: ' + checks.SITE))
-        found.extend(checks.label_findings(name, node, data.get('expected_labels')))
+        found.extend(cluster_checks.label_findings(name, node, data.get('expected_labels')))
         if node is not None:
-            found.extend(checks.device_plugin_findings(node, (result or {}).get('facts', {}).get('device_plugin_sockets')))
-            found.extend(checks.plugin_config_findings(node, cluster.get('cluster_policies'), cluster.get('config_maps')))
-            found.extend(checks.taint_findings(node, cluster.get('daemonsets') or [], data.get('expected_labels')))
+            found.extend(cluster_checks.device_plugin_findings(node, (result or {}).get('facts', {}).get('device_plugin_sockets')))
+            found.extend(cluster_checks.plugin_config_findings(node, cluster.get('cluster_policies'), cluster.get('config_maps')))
+            found.extend(cluster_checks.taint_findings(node, cluster.get('daemonsets') or [], data.get('expected_labels')))
     found.extend(pod_findings.pop(name, []))
-    found.extend(checks.validation_findings(validation.pop(name, None), validation_pods.pop(name, [])))
+    found.extend(cluster_checks.validation_findings(validation.pop(name, None), validation_pods.pop(name, [])))
     return name, found
 
 
@@ -101,18 +103,18 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
     namespace = cluster.get('namespace') or '<namespace>'
     api_nodes = dict((node['metadata']['name'], node) for node in cluster.get('nodes') or [])
     pod_findings, validation_pods = {}, {}
-    cluster_findings = checks.api_findings(cluster.get('errors') or [])
+    cluster_findings = cluster_checks.api_findings(cluster.get('errors') or [])
     for pod in cluster.get('pods') or []:
-        found = checks.pod_finding(pod, checks.pod_events(pod, events), (cluster.get('logs') or {}).get(pod['metadata']['name']))
+        found = cluster_checks.pod_finding(pod, cluster_checks.pod_events(pod, events), (cluster.get('logs') or {}).get(pod['metadata']['name']))
         if found:
             kind = validation_pods if (pod['metadata'].get('labels') or {}).get('app') in VALIDATION_APPS else pod_findings
             kind.setdefault((pod.get('spec') or {}).get('nodeName'), []).append(found)
     if cluster.get('namespaces') is not None:
         found_namespace = (cluster['namespaces'] + [None])[0]
-        cluster_findings += checks.namespace_findings(namespace, found_namespace, events, cluster.get('logs'))
+        cluster_findings += cluster_checks.namespace_findings(namespace, found_namespace, events, cluster.get('logs'))
     if cluster.get('cluster_policies') is not None:
-        cluster_findings += checks.cluster_policy_findings(cluster['cluster_policies'])
-    cluster_findings += checks.daemonset_findings(cluster.get('daemonsets') or [])
+        cluster_findings += cluster_checks.cluster_policy_findings(cluster['cluster_policies'])
+    cluster_findings += cluster_checks.daemonset_findings(cluster.get('daemonsets') or [])
     validation = _validation_results(cluster.get('config_maps'))
     report_nodes = {}
     for host in sorted(nodes):
@@ -123,7 +125,7 @@ def build(nodes, cluster, generated='', inventory='<inventory>'):
     for found in pod_findings.values():
         cluster_findings.extend(found)
     for name in sorted(set(validation) | set(validation_pods), key=str):
-        found = checks.validation_findings(validation.get(name), validation_pods.get(name, []))
+        found = cluster_checks.validation_findings(validation.get(name), validation_pods.get(name, []))
         cluster_findings.extend(dict(item, summary='Node %s: %s' % (name, item['summary'])) if item['check'] == 'gpu-validation-failed' else item
                                 for item in found)
     cluster_findings = _placed(cluster_findings, '<node>', inventory, namespace)

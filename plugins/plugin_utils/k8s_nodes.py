@@ -21,9 +21,9 @@ import logging
 import re
 import time
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import DEPLOY, PRESENT
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import OWNED_ANNOTATION, owned_labels
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, PRESENT
 
 # The NFD labels that make a GPU node for the Operator, any of them "true" (gpu-operator v26.7.0,
 # controllers/state_manager.go hasGPULabels; /work/notes/operator-facts/operands.yaml node_labels).

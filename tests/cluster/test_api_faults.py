@@ -21,7 +21,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.manifests import cluster_policy_crd
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.prerequisites import cluster_policy_crd
 from ansible_collections.gpuops.gpu_operator.plugins.modules import cluster_policy_status
 from tests.cluster.helpers import delete_namespace, unique
 from tests.cluster.test_cluster_roles import run_roles

@@ -20,15 +20,16 @@ POLICY_CRD = 'clusterpolicies.nvidia.com'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 
 
-def run_roles(kube_api, tmp_path, roles, variables):
+def run_roles(kube_api, tmp_path, roles, variables, plays=False):
     """Run `roles` on localhost with `variables`; returns (returncode, changed count or None, output).
 
     A role is its short name, or a dict {role: short name, <role parameter>: value} (a role listed twice with
-    different parameters runs twice).
+    different parameters runs twice). With `plays`, `roles` is a list of plays, each a list of roles.
     """
-    entries = [f'gpuops.gpu_operator.{r}' if isinstance(r, str) else dict(r, role=f'gpuops.gpu_operator.{r["role"]}') for r in roles]
+    def entries(play):
+        return [f'gpuops.gpu_operator.{r}' if isinstance(r, str) else dict(r, role=f'gpuops.gpu_operator.{r["role"]}') for r in play]
     playbook = tmp_path / 'cluster.yml'
-    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': entries}]))
+    playbook.write_text(json.dumps([{'hosts': 'localhost', 'gather_facts': False, 'roles': entries(play)} for play in (roles if plays else [roles])]))
     extra = tmp_path / 'vars.json'
     extra.write_text(json.dumps(dict(variables, ansible_python_interpreter=sys.executable)))
     env = kube_api.env()
@@ -141,7 +142,7 @@ def test_disabling_removes_and_absent_uninstalls(kube_api, tmp_path, namespace):
     assert code == 0, out
     policy = {'gfd': {'enabled': True}, 'dcgmExporter': {'enabled': False}}
     # The credentials are no longer listed: uninstalling must still remove their Secret.
-    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_cluster_operands_policy=policy))
+    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_operator_policy=policy))
     assert code == 0, out
     assert set(daemonsets(kube_api, namespace)) == {'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon',
                                                     'gpu-feature-discovery', 'nvidia-mig-manager'}
@@ -194,10 +195,33 @@ def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):
             ext.delete_custom_resource_definition(POLICY_CRD)
 
 
+def test_the_cluster_policy_is_resolved_once_per_run(kube_api, tmp_path, namespace):
+    """Role gpu_operator_policy resolves gpu_operator_policy in the first play that needs it, on the API host; the roles of
+    the later plays read that resolution (site.yml: prerequisites, node labels, operands, validation)."""
+    code, _changed, out = run_roles(kube_api, tmp_path, [['gpu_cluster_base'], ['gpu_cluster_operands']], variables(namespace), plays=True)
+    assert code == 0, out
+    resolved = re.findall(r'TASK \[gpuops\.gpu_operator\.gpu_operator_policy : Resolve the ClusterPolicy of this run, once, on the API host\]'
+                          r'[ *]*\s+(\w+):', out)
+    assert resolved == ['ok', 'skipping'], out
+
+
+def test_replaced_variables_are_refused_by_name(kube_api, tmp_path, namespace):
+    """The per-role ClusterPolicy variables and their like are gone: a run that still sets one fails before anything is
+    applied, naming what to set instead."""
+    code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(
+        namespace, gpu_cluster_operands_policy={'gfd': {'enabled': True}}, gpu_node_labels_gfd_enabled=False))
+    assert code != 0
+    assert 'gpu_cluster_operands_policy is gone: set gpu_operator_policy instead.' in out, out
+    assert 'gpu_node_labels_gfd_enabled is gone: set gpu_operator_policy.gfd.enabled' in out, out
+    with pytest.raises(ApiException) as caught:
+        kubernetes.client.CoreV1Api(kube_api.api_client).read_namespace(namespace)
+    assert caught.value.status == 404, 'nothing was applied, not even the namespace'
+
+
 def test_bad_device_plugin_config_applies_nothing(kube_api, tmp_path, namespace):
     config = {'name': 'plugin-config', 'data': {'any': {'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 1}]}}}}}
     code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_operands'],
-                                    variables(namespace, gpu_cluster_operands_policy={'devicePlugin': {'config': config}}))
+                                    variables(namespace, gpu_operator_policy={'devicePlugin': {'config': config}}))
     assert code != 0
     assert 'devicePlugin.config.data.any: sharing.timeSlicing.resources[0].replicas must be an integer >= 2' in out, out
     with pytest.raises(ApiException) as caught:
@@ -224,7 +248,7 @@ def test_registry_rewrite_pull_secret_and_service_monitor(kube_api, tmp_path, na
         policy = {'devicePlugin': {'imagePullSecrets': ['mirror-pull']}, 'migManager': {'repository': 'quay.example/mig'},
                   'dcgmExporter': {'serviceMonitor': {'interval': '30s', 'additionalLabels': {'release': 'prometheus'}}}}
         code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(
-            namespace, gpu_operator_registry='mirror.example:5000', gpu_cluster_operands_policy=policy,
+            namespace, gpu_operator_registry='mirror.example:5000', gpu_operator_policy=policy,
             gpu_cluster_base_registry_credentials=[{'name': 'mirror-pull', 'registry': 'mirror.example:5000', 'username': 'robot', 'password': secret}]))
         assert code == 0, out
         assert secret not in out

@@ -258,8 +258,8 @@ def test_mig_mixed_and_time_sliced_nodes_use_their_own_resources(stand_in, clust
         'sliced': {'version': 'v1', 'sharing': {'timeSlicing': {'renameByDefault': True, 'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}}}
     inventory = write_inventory(
         tmp_path, namespace, [mig, sliced], run, gpu_operator_registry='mirror.example:5000', container_toolkit_runtime_name='nvidia-gpu',
-        gpu_cluster_operands_policy={'mig': {'strategy': 'mixed'}, 'daemonsets': {'tolerations': [toleration], 'priorityClassName': 'gpu-critical'},
-                                     'devicePlugin': {'config': configs}, 'validator': {'imagePullSecrets': ['mirror-pull']}})
+        gpu_operator_policy={'mig': {'strategy': 'mixed'}, 'daemonsets': {'tolerations': [toleration], 'priorityClassName': 'gpu-critical'},
+                             'devicePlugin': {'config': configs}, 'validator': {'imagePullSecrets': ['mirror-pull']}})
     with KubeletDouble(stand_in.kubeconfig, namespace, scenarios, stand_in.standin.pod_logs):
         code, out = run_playbook(stand_in, tmp_path, 'site.yml', inventory, '--tags', 'validation')
     assert code == 0, out

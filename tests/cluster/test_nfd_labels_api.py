@@ -233,11 +233,12 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
     labels = node_meta(core, name)[0]
     assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.deploy.driver'] == 'true'
     assert run_role(kube_api, tmp_path, name) == 0
-    # gfd.enabled=false and deploy.driver given: the GFD labels go, gpu.present and the deploy labels stay.
-    assert run_role(kube_api, tmp_path, name, gpu_node_labels_gfd_enabled=False,
+    # gfd.enabled without NFD, deploy.driver given: GFD's Pods cannot publish the GFD labels (v0.20 does through NFD), so the
+    # role keeps writing them (test_role_leaves_feature_labels_to_nfd: with NFD they go); the deploy label changes.
+    assert run_role(kube_api, tmp_path, name, gpu_operator_policy={'gfd': {'enabled': True}},
                     gpu_node_labels_deploy={'driver': 'pre-installed'}) == 1
     labels = node_meta(core, name)[0]
-    assert 'nvidia.com/gpu.product' not in labels and 'nvidia.com/cuda.driver.major' not in labels and 'nvidia.com/mig.capable' not in labels
+    assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/mig.capable'] == 'false'
     assert labels['nvidia.com/gpu.present'] == 'true' and labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
     assert labels['feature.node.kubernetes.io/pci-10de.present'] == 'true'
     assert run_role(kube_api, tmp_path, name, gpu_node_labels_state='absent') == 1
@@ -248,7 +249,8 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
 
 def test_role_leaves_feature_labels_to_nfd(kube_api, node, tmp_path):
     """nfd.enabled (as -e or an inventory gives a switch, 'yes'): NFD sets its own feature.node labels, the role feeds
-    it the GFD labels through features.d and applies the rest; with gfd.enabled 'false' too, only the Operator's stay."""
+    it the GFD labels through features.d and applies the rest; with the ClusterPolicy's gfd.enabled too, GFD's Pods publish
+    the GFD labels through NFD: the role leaves them out (gpu.product, cuda.*, mig.capable, ... go) and only the Operator's stay."""
     name, core = node
     features = tmp_path / 'features.d' / 'gpuops'
     run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_node_labels_features_d=str(features))
@@ -256,7 +258,7 @@ def test_role_leaves_feature_labels_to_nfd(kube_api, node, tmp_path):
     assert not any(key.startswith('feature.node.kubernetes.io/pci-') for key in labels), labels
     assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.present'] == 'true'
     assert 'nvidia.com/gpu.product=Tesla-T4' in features.read_text().splitlines()
-    run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_node_labels_gfd_enabled='false',
+    run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_operator_policy={'gfd': {'enabled': True}},
              gpu_node_labels_features_d=str(features))
     labels = node_meta(core, name)[0]
     assert {key for key in labels if key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-'))} == {

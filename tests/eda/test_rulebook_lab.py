@@ -143,8 +143,9 @@ def test_a_node_that_joins_is_configured_without_a_command(lab, tmp_path):
         assert NODE in members and {'gpu_nodes', 'kube_api', 'os_debian_gnu_linux_12_bookworm', 'runtime_containerd'} <= groups, graph
         assert any(group.startswith('kernel_') for group in groups), graph  # the lab host's kernel, which its containers share
 
-        # A run that fails: the node's labels stage gets a setting it refuses; then one of its labels is removed.
-        (inventory / 'host_vars' / f'{NODE}.yml').write_text(yaml.safe_dump({'gpu_node_labels_policy': {'mig': {'strategy': 'sometimes'}}}))
+        # A run that fails: the node's labels stage gets a setting it refuses (a device plugin config the ClusterPolicy has
+        # no ConfigMap for); then one of its labels is removed.
+        (inventory / 'host_vars' / f'{NODE}.yml').write_text(yaml.safe_dump({'gpu_node_labels_device_plugin_config': 'not-in-the-policy'}))
         code, body = raw(kube, 'PATCH', f'/api/v1/nodes/{NODE}', {'metadata': {'labels': {'nvidia.com/gpu.product': None}}},
                          'application/merge-patch+json')
         assert code == 200, body
@@ -153,7 +154,7 @@ def test_a_node_that_joins_is_configured_without_a_command(lab, tmp_path):
         print(f'EDA failing run: label removed -> doctor\'s report in {time.monotonic() - failed:.0f}s (after the join run ended)')
         found = json.loads(report.read_text())
         assert NODE in found['nodes'], found
-        assert 'sometimes' in json.dumps(found['nodes'][NODE]), 'the report names why the labels could not be computed'
+        assert 'not-in-the-policy' in json.dumps(found['nodes'][NODE]), 'the report names why the labels could not be computed'
         # The run went on past the node that stopped: the summary recorded it in the ClusterPolicy status.
         code, policy = raw(kube, 'GET', '/apis/nvidia.com/v1/clusterpolicies/cluster-policy')
         assert code == 200, policy

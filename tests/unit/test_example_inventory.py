@@ -9,7 +9,7 @@ import pytest
 import yaml
 from ansible.module_utils.common.arg_spec import ArgumentSpecValidator
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, registry
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / 'inventory' / 'example'
@@ -56,24 +56,24 @@ def test_every_role_variable_is_an_option_of_its_role(inventory):
                    and not any(name.startswith(f'{role}_') for role in options)]
         assert unknown == [], f'{host}: {unknown} belong to no role'
         for role, spec in options.items():
-            mine = {name: value for name, value in variables.items() if name.startswith(f'{role}_')}
+            mine = {name: value for name, value in variables.items() if name.startswith(f'{role}_') or (name in collection_wide and name in spec)}
             assert set(mine) <= set(spec), f'{host}: {sorted(set(mine) - set(spec))} are not options of {role}'
             # Templated values are resolved at run time; the rest must fit the spec now.
             literal = {name: value for name, value in mine.items() if '{{' not in json.dumps(value)}
             errors = ArgumentSpecValidator(spec).validate(literal, validate_role_argument_spec=True).error_messages
             assert errors == [], f'{host}: {errors}'
             checked |= set(literal)
-    assert {'nvidia_driver_version', 'container_toolkit_runtime', 'gpu_cluster_operands_policy', 'gpu_node_labels_device_plugin_config'} <= checked
+    assert {'nvidia_driver_version', 'container_toolkit_runtime', 'gpu_operator_policy', 'gpu_node_labels_device_plugin_config'} <= checked
 
 
 def test_node_labels_follow_the_cluster_policy(inventory):
-    """mig.strategy and sharing are set once (gpu_cluster_operands_policy, seen by every host); each node's labels follow it."""
+    """mig.strategy and sharing are set once (gpu_operator_policy, seen by every host); each node's labels follow it."""
     hostvars = inventory['_meta']['hostvars']
-    policy = hostvars['localhost']['gpu_cluster_operands_policy']
+    policy = hostvars['localhost']['gpu_operator_policy']
     sharing = {}
     for host in hosts_of(inventory, 'gpu_nodes'):
-        assert hostvars[host]['gpu_cluster_operands_policy'] == policy, f'{host} sees the same ClusterPolicy settings'
-        settings = manifests.node_label_settings(policy, hostvars[host].get('gpu_node_labels_device_plugin_config', ''))
+        assert hostvars[host]['gpu_operator_policy'] == policy, f'{host} sees the same ClusterPolicy settings'
+        settings = plugin_config.node_label_settings(registry.resolution(policy), hostvars[host].get('gpu_node_labels_device_plugin_config', ''))
         sharing[host] = (settings['mig_strategy'], settings['sharing']['strategy'], settings['sharing']['replicas'])
     assert set(sharing.values()) == {('single', 'time-slicing', 4), ('single', 'mps', 2)}
     assert inventory['_meta']['hostvars']['localhost']['gpu_cluster_base_namespace'] == 'gpu-operator'

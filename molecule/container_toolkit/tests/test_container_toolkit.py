@@ -3,12 +3,14 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""After converge: containerd itself reads the NVIDIA runtimes the role registered."""
+"""After converge: containerd itself reads the NVIDIA runtimes the role registered, under the names the RuntimeClasses of
+gpu_cluster_base give their handlers."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import json
 import re
 import tomllib
 
@@ -16,13 +18,16 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.contai
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_config import ENABLE_CDI_SINCE
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_runtime import dump_problems
 
-# Per node: containerd minor version Debian ships, the runtimes and default the host_vars in molecule.yml ask for.
+# Per node: containerd minor version Debian ships, the runtimes (name, binary suffix) and default the host_vars in
+# molecule.yml ask for: a name of its own without CDI, one with CDI, the default name with CDI.
 EXPECTED = {
-    'container_toolkit-bookworm': ('1.6', ['nvidia'], 'nvidia'),
-    'container_toolkit-trixie': ('1.7', ['nvidia', 'nvidia-cdi', 'nvidia-legacy'], 'nvidia'),
-    'container_toolkit-sid': ('2.1', ['nvidia', 'nvidia-cdi', 'nvidia-legacy'], 'runc'),
+    'container_toolkit-bookworm': ('1.6', [('gpu-plain', '')], 'gpu-plain'),
+    'container_toolkit-trixie': ('1.7', [('gpu', ''), ('gpu-cdi', '.cdi'), ('gpu-legacy', '.legacy')], 'gpu'),
+    'container_toolkit-sid': ('2.1', [('nvidia', ''), ('nvidia-cdi', '.cdi'), ('nvidia-legacy', '.legacy')], 'runc'),
 }
 BINARY = '/usr/bin/nvidia-container-runtime'
+# converge.yml writes the RuntimeClasses gpu_cluster_base renders for each node's variables here.
+RUNTIME_CLASSES = '/var/lib/gpuops-test-runtime-classes.json'
 
 testinfra_hosts = ['podman://%s' % name for name in EXPECTED]
 
@@ -50,15 +55,24 @@ def test_containerd_version(host):
 
 def test_config_dump_lists_runtimes_with_binary(host):
     runtimes = cri(host)['containerd']['runtimes']
-    for name in expected(host)[1]:
-        binary = BINARY + name[len('nvidia'):].replace('-', '.')
-        assert runtimes[name]['options']['BinaryName'] == binary
+    for name, suffix in expected(host)[1]:
+        assert runtimes[name]['options']['BinaryName'] == BINARY + suffix
         # Inherited from runc, so the cgroup driver Debian configured survives.
         assert runtimes[name]['runtime_type'] == 'io.containerd.runc.v2'
 
 
 def test_default_runtime(host):
     assert cri(host)['containerd']['default_runtime_name'] == expected(host)[2]
+
+
+def test_runtime_classes_name_the_runtimes_containerd_reads(host):
+    """Each RuntimeClass's handler is a runtime containerd reads from the file the module wrote, and every NVIDIA runtime
+    there has one: with a runtime name of its own and CDI, <name>-cdi and <name>-legacy, not nvidia-cdi and nvidia-legacy."""
+    classes = json.loads(host.file(RUNTIME_CLASSES).content_string)
+    runtimes = cri(host)['containerd']['runtimes']
+    nvidia = sorted(name for name, runtime in runtimes.items() if (runtime.get('options') or {}).get('BinaryName', '').startswith(BINARY))
+    assert sorted(item['handler'] for item in classes) == nvidia == sorted(name for name, _suffix in expected(host)[1])
+    assert all(item['metadata']['name'] == item['handler'] for item in classes)
 
 
 def test_cdi_enabled_only_when_asked(host):

@@ -55,6 +55,17 @@ def test_containerd_loads_the_nvidia_runtime_as_default(host):
     assert host.service('containerd').is_running
 
 
+def test_runtime_classes_name_the_runtimes_containerd_reads(host):
+    """gpu_cluster_base's RuntimeClasses are the NVIDIA runtimes containerd reads on the node (the default name, no CDI:
+    nvidia alone; molecule/container_toolkit holds the other names and CDI to the same rule)."""
+    handlers = sorted((item.metadata.name, item.handler) for item in kubernetes.client.NodeV1Api(api()).list_runtime_class(
+        label_selector=MANAGED_BY).items)
+    runtimes = cri(host)['containerd']['runtimes']
+    nvidia = sorted(name for name, runtime in runtimes.items()
+                    if (runtime.get('options') or {}).get('BinaryName', '').startswith('/usr/bin/nvidia-container-runtime'))
+    assert handlers == [(name, name) for name in nvidia] == [('nvidia', 'nvidia')]
+
+
 def labels_of(name):
     return kubernetes.client.CoreV1Api(api()).read_node(name).metadata.labels
 

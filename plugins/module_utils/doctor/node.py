@@ -26,6 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_detection import DAEMONS, UNITS
 
@@ -85,7 +86,10 @@ def _configured(module, runtime):
             return 'containerd config dump', None, None, [path], str(exc)
         if dump is None:
             return 'containerd config dump', None, None, [path], 'containerd is not installed'
-        return 'containerd config dump', checks.containerd_runtimes(dump), None, [path] + checks.containerd_imports(dump), None
+        try:
+            return 'containerd config dump', checks.containerd_runtimes(dump), None, [path] + checks.containerd_imports(dump), None
+        except GpuOpsError as exc:
+            return 'containerd config dump', None, None, [path], str(exc)
     if runtime == 'docker':
         path = params['docker_config']
         try:
@@ -99,7 +103,10 @@ def _configured(module, runtime):
     rc, out, err = run(module, argv)
     if rc != 0:
         return 'crio config', None, None, [params['crio_drop_in'], CRIO_CONFIG], failure(argv, rc, out, err)
-    return 'crio config', checks.crio_runtimes(out), None, [params['crio_drop_in'], CRIO_CONFIG], None
+    try:
+        return 'crio config', checks.crio_runtimes(out), None, [params['crio_drop_in'], CRIO_CONFIG], None
+    except GpuOpsError as exc:
+        return 'crio config', None, None, [params['crio_drop_in'], CRIO_CONFIG], str(exc)
 
 
 def _binary_exists(module, binary):

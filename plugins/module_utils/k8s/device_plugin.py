@@ -17,13 +17,12 @@ import os
 import re
 import stat
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import GPU_RESOURCE, resource_label, unshared
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
-DEFAULT_RESOURCE = 'nvidia.com/gpu'
+DEFAULT_RESOURCE = GPU_RESOURCE
 DEFAULT_SOCKET_DIR = '/var/lib/kubelet/device-plugins'
 KUBELET_SOCKET = 'kubelet.sock'
-# Time-slicing and MPS with renameByDefault advertise <resource>.shared; its labels keep the plain name.
-SHARED_SUFFIX = '.shared'
 _RESOURCE_NAME = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$')
 
 
@@ -66,19 +65,19 @@ def expected(resource_name, labels, node_name, expected_count=None, gpu_count=No
         if expected_count < 1:
             raise CheckError('expected_count must be 1 or more, got %d' % expected_count)
         return {'count': expected_count, 'gpu_count': gpu_count, 'replicas': replicas, 'source': 'expected_count'}
-    base = resource_name[:-len(SHARED_SUFFIX)] if resource_name.endswith(SHARED_SUFFIX) else resource_name
+    base = unshared(resource_name)
     sources = []
     if gpu_count is None:
-        gpu_count = _label_int(labels, base + '.count', node_name)
+        gpu_count = _label_int(labels, resource_label(base, 'count'), node_name)
         if gpu_count is None:
-            raise CheckError('cannot tell how many %s devices to expect: Node %s has no label %s.count (nfd_labels sets it); '
-                             'give expected_count or gpu_count' % (resource_name, node_name, base))
-        sources.append('label %s.count' % base)
+            raise CheckError('cannot tell how many %s devices to expect: Node %s has no label %s (nfd_labels sets it); '
+                             'give expected_count or gpu_count' % (resource_name, node_name, resource_label(base, 'count')))
+        sources.append('label %s' % resource_label(base, 'count'))
     else:
         sources.append('option gpu_count')
     if replicas is None:
-        replicas = _label_int(labels, base + '.replicas', node_name)
-        sources.append('label %s.replicas' % base if replicas is not None else 'no sharing')
+        replicas = _label_int(labels, resource_label(base, 'replicas'), node_name)
+        sources.append('label %s' % resource_label(base, 'replicas') if replicas is not None else 'no sharing')
         replicas = 1 if replicas is None else replicas
     else:
         sources.append('option replicas')

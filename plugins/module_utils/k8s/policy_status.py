@@ -18,6 +18,7 @@ __metaclass__ = type
 
 import datetime
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import PRESENT as GPU_PRESENT
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
 # Each reason and the state it goes with (internal/conditions/consts.go; the controller's outcomes).
@@ -35,7 +36,6 @@ VALIDATION_STATE = 'state-operator-validation'
 # The Operator's state that each node stage of site.yml does on the host instead.
 STAGE_STATES = {'nvidia_driver': 'state-driver', 'container_toolkit': 'state-container-toolkit'}
 NFD_PREFIX = 'feature.node.kubernetes.io/'
-GPU_PRESENT = 'nvidia.com/gpu.present'
 
 
 class PolicyStatusError(GpuOpsError):

@@ -17,7 +17,7 @@ __metaclass__ = type
 import time
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation_pods as validation
 
 KINDS = ('validator', 'plugin')
 

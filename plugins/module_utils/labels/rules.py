@@ -17,20 +17,13 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
+    CHOICES, DEPLOY, DEPLOY_COMPONENTS, GPU_RESOURCE, MIG_CAPABLE, MIG_CONFIG, MIG_MANAGER_COMPONENT, MIG_RESOURCE_PREFIX, MIG_STRATEGIES,
+    MIG_STRATEGY, MPS_CAPABLE, PRESENT, SHARED_PRODUCT_SUFFIX, SHARING_STRATEGIES, resource_label, sharing_labels, sharing_view)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
 NFD = 'feature.node.kubernetes.io/'
-GPU = 'nvidia.com/gpu.'
-PRESENT = 'nvidia.com/gpu.present'
-DEPLOY = 'nvidia.com/gpu.deploy.'
-# The MIG profile mig-manager applies; the Operator labels a MIG-capable node with migManager.config.default when it has none.
-MIG_CONFIG = 'nvidia.com/mig.config'
-# Labels that choose a config for the node: the Operator (or the admin) changes them on the Node, so NFD must not own them.
-CHOICES = (MIG_CONFIG, 'nvidia.com/device-plugin.config')
-DEPLOY_COMPONENTS = ('driver', 'gpu-feature-discovery', 'container-toolkit', 'device-plugin', 'dcgm', 'dcgm-exporter',
-                     'node-status-exporter', 'operator-validator')
-MIG_STRATEGIES = ('none', 'single', 'mixed')
-SHARING_STRATEGIES = ('none', 'time-slicing', 'mps')
+GPU = resource_label(GPU_RESOURCE, '')
 # GFD's family names by compute capability major version (7.x and 8.x split at a minor).
 FAMILIES = {1: 'tesla', 2: 'fermi', 3: 'kepler', 5: 'maxwell', 6: 'pascal', 9: 'hopper'}
 # nvidia-smi's product_architecture names of the families GFD knows, for GPUs whose capture has no compute capability.
@@ -112,22 +105,15 @@ def family(gpu):
     return ARCHITECTURE_FAMILIES.get(gpu.get('architecture'))
 
 
-def sharing_view(sharing):
-    """(replicas, strategy label, shared suffix) of the nvidia.com/gpu resource under the sharing options."""
-    strategy = sharing.get('strategy') or 'none'
-    replicas = sharing.get('replicas') or 1
-    if strategy == 'none' or replicas <= 1:
-        return replicas if strategy != 'none' else 1, 'none', False
-    return replicas, strategy, not sharing.get('rename_by_default')
-
-
 def product(parts, shared):
     name = '-'.join(sanitise(part) for part in parts if part)
-    return name + '-SHARED' if name and shared else name
+    return name + SHARED_PRODUCT_SUFFIX if name and shared else name
 
 
-def full_gpu_labels(gpus, sharing, warnings):
-    """GFD's full-GPU labels for the node's (main) model; MIG-enabled GPUs of a model count without sharing."""
+def full_gpu_labels(gpus, shared_view, warnings):
+    """GFD's full-GPU labels for the node's (main) model; MIG-enabled GPUs of a model count without sharing.
+
+    shared_view: contract.sharing_labels() of the node's sharing."""
     models = []
     for gpu in gpus:
         if gpu['name'] and gpu['name'] not in models:
@@ -138,12 +124,11 @@ def full_gpu_labels(gpus, sharing, warnings):
         warnings.append('several GPU models on one node (%s): labelled as %s, like GFD labels one model' % (', '.join(models), models[0]))
     same = [gpu for gpu in gpus if gpu['name'] == models[0]]
     first = same[0]
+    view, shared = shared_view
     if all(gpu['mig_enabled'] for gpu in same):
-        replicas, strategy, shared = 0, 'none', False
-    else:
-        replicas, strategy, shared = sharing_view(sharing)
+        view, shared = {GPU + 'replicas': '0', GPU + 'sharing-strategy': 'none'}, False
     labels = {GPU + 'product': product([first['name']], shared), GPU + 'count': str(len(same)),
-              GPU + 'replicas': str(replicas), GPU + 'sharing-strategy': strategy}
+              GPU + 'replicas': view[GPU + 'replicas'], GPU + 'sharing-strategy': view[GPU + 'sharing-strategy']}
     if first.get('memory'):
         labels[GPU + 'memory'] = str(first['memory'])
     if family(first):
@@ -210,7 +195,7 @@ def single_strategy_labels(gpus, sharing, warnings):
     if len(profiles) != 1:
         warnings.append('mig-strategy=single: more than one MIG profile on the node (%s)' % ', '.join(profiles))
         return invalid
-    return mig_resource_labels('nvidia.com/gpu', enabled[0]['name'], profiles[0], len(instances), instances[0][1], sharing)
+    return mig_resource_labels(GPU_RESOURCE, enabled[0]['name'], profiles[0], len(instances), instances[0][1], sharing)
 
 
 def mixed_strategy_labels(gpus, warnings):
@@ -228,7 +213,7 @@ def mixed_strategy_labels(gpus, warnings):
             entry['count'] += 1
     for profile, entry in resources.items():
         # Sharing options apply to nvidia.com/gpu; the mig-<profile> resources are not shared.
-        labels.update(mig_resource_labels('nvidia.com/mig-' + profile, entry['parent'], profile, entry['count'], entry['attrs'], None))
+        labels.update(mig_resource_labels(MIG_RESOURCE_PREFIX + profile, entry['parent'], profile, entry['count'], entry['attrs'], None))
     return labels
 
 
@@ -255,26 +240,25 @@ def gfd_labels(facts, mig_strategy, sharing, warnings):
     """GPU Feature Discovery's labels (needs nvidia-smi's view of the GPUs)."""
     gpus = facts['gpus']
     enabled = any(gpu['mig_enabled'] for gpu in gpus)
-    strategy = sharing.get('strategy') or 'none'
-    if strategy == 'mps' and enabled:
+    view, shared = sharing_labels(sharing, mig_strategy)
+    if view[MPS_CAPABLE] == 'true' and enabled:
         raise LabelError('sharing.strategy=mps is not supported on GPUs with MIG enabled (GFD refuses it too)')
     labels = {GPU + 'machine': sanitise(facts.get('dmi_product_name') or '') or 'unknown',
-              'nvidia.com/mig.capable': 'true' if any(gpu['mig_capable'] for gpu in gpus) else 'false',
-              'nvidia.com/mps.capable': 'true' if strategy == 'mps' else 'false'}
+              MIG_CAPABLE: 'true' if any(gpu['mig_capable'] for gpu in gpus) else 'false', MPS_CAPABLE: view[MPS_CAPABLE]}
     labels.update(version_labels(facts.get('driver_version'), facts.get('cuda_version'), warnings))
     pci_class = next((gpu['pci_class'] for gpu in gpus if gpu.get('pci_class')), None)
     if pci_class:
         labels[GPU + 'mode'] = GPU_MODES.get(pci_class, 'unknown')
-    labels.update(full_gpu_labels(gpus, sharing, warnings))
-    if mig_strategy in ('single', 'mixed'):
-        labels['nvidia.com/mig.strategy'] = mig_strategy
+    labels.update(full_gpu_labels(gpus, (view, shared), warnings))
+    if view[MIG_STRATEGY]:
+        labels[MIG_STRATEGY] = view[MIG_STRATEGY]
         labels.update(single_strategy_labels(gpus, sharing, warnings) if mig_strategy == 'single' else mixed_strategy_labels(gpus, warnings))
     return labels
 
 
 def deploy_labels(mig_capable, overrides):
     """The Operator's state labels for container workloads; `overrides` maps component -> value."""
-    components = list(DEPLOY_COMPONENTS) + (['mig-manager'] if mig_capable else [])
+    components = list(DEPLOY_COMPONENTS) + ([MIG_MANAGER_COMPONENT] if mig_capable else [])
     labels = {DEPLOY + component: 'true' for component in components}
     for component, value in (overrides or {}).items():
         labels[DEPLOY + component] = value
@@ -306,8 +290,8 @@ def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_
         labels[PRESENT] = 'true'
         if facts['gpus']:
             labels.update(gfd_labels(facts, mig_strategy, sharing, warnings))
-        labels.update(deploy_labels(labels.get('nvidia.com/mig.capable') == 'true', deploy))
-        if mig_config and labels.get('nvidia.com/mig.capable') == 'true':
+        labels.update(deploy_labels(labels.get(MIG_CAPABLE) == 'true', deploy))
+        if mig_config and labels.get(MIG_CAPABLE) == 'true':
             labels[MIG_CONFIG] = mig_config
         if facts.get('nvidia_smi_errors') and not facts['gpus']:
             warnings.append('the PCI bus shows %d NVIDIA GPU(s) but nvidia-smi gave no GPU data (%s); only the NFD and Operator labels are set'
@@ -350,11 +334,12 @@ def is_gfd_label(key):
     return key.startswith(('nvidia.com/cuda.', 'nvidia.com/mps.', 'nvidia.com/mig')) and key != MIG_CONFIG
 
 
-def labels_to_apply(labels, nfd_enabled=False, gfd_enabled=True):
-    """The computed labels the gpu_node_labels role puts on the Node under ClusterPolicy nfd.enabled / gfd.enabled.
+def labels_to_apply(labels, nfd_enabled=False, gfd_labels=True):
+    """The computed labels the gpu_node_labels role puts on the Node.
 
-    With NFD running, its own feature.node.kubernetes.io labels are left to it; with GFD disabled, its labels are
-    left out (gpu.present and the deploy labels stay: the Operator sets those).
+    With NFD running (the chart's nfd.enabled), its own feature.node.kubernetes.io labels are left to it; without
+    `gfd_labels` (GFD's Pods publish them: plugin_config.node_label_settings), GFD's labels are left out (gpu.present
+    and the deploy labels stay: the Operator sets those).
     """
     return dict((key, value) for key, value in labels.items()
-                if not (nfd_enabled and key.startswith(NFD)) and not (not gfd_enabled and is_gfd_label(key)))
+                if not (nfd_enabled and key.startswith(NFD)) and not (not gfd_labels and is_gfd_label(key)))

@@ -11,9 +11,9 @@ __metaclass__ = type
 import os
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import DEFAULT_RUNTIME_NAME, RUNTIME_VARIANTS, runtime_names
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
-VARIANTS = ('cdi', 'legacy')
 # A RuntimeClass handler must be a DNS-1123 label (Kubernetes validation of RuntimeClass.handler); containerd,
 # CRI-O and Docker take the runtime name from it, so a name that is not one can never be used by a Pod.
 DNS_LABEL = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')
@@ -37,9 +37,9 @@ def common_argument_spec(enable_cdi=True, backup=True):
     """
     spec = dict(
         state=dict(type='str', default='present', choices=['present', 'absent']),
-        runtime_name=dict(type='str', default='nvidia'),
+        runtime_name=dict(type='str', default=DEFAULT_RUNTIME_NAME),
         runtime_binary=dict(type='path', default='/usr/bin/nvidia-container-runtime'),
-        variants=dict(type='list', elements='str', default=[], choices=list(VARIANTS)),
+        variants=dict(type='list', elements='str', default=[], choices=list(RUNTIME_VARIANTS)),
         set_as_default=dict(type='bool', default=False),
     )
     if enable_cdi:
@@ -71,13 +71,10 @@ def is_nvidia_runtime(name, binary):
 
 def runtime_entries(runtime_name, runtime_binary, variants):
     """[(name, binary)] for the main runtime and each requested variant, in a stable order."""
-    entries = [(runtime_name, runtime_binary)]
-    for variant in VARIANTS:
-        if variant in variants:
-            entries.append(('%s-%s' % (runtime_name, variant), '%s.%s' % (runtime_binary, variant)))
-    return entries
+    binaries = [runtime_binary] + ['%s.%s' % (runtime_binary, variant) for variant in RUNTIME_VARIANTS if variant in variants]
+    return list(zip(runtime_names(runtime_name, variants), binaries))
 
 
 def all_runtime_names(runtime_name):
     """Every name the module may have registered for `runtime_name`, whatever the variants."""
-    return [runtime_name] + ['%s-%s' % (runtime_name, variant) for variant in VARIANTS]
+    return runtime_names(runtime_name, RUNTIME_VARIANTS)

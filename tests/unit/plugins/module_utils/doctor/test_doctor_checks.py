@@ -16,10 +16,13 @@ import os
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_cluster_checks as cluster_checks
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_report
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import toml_doc
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS, SIMULATOR, facts_of, sim_runner
 from tests.unit.plugins.module_utils.driver.test_driver_state import multi_gpu_sysfs
 
@@ -37,18 +40,6 @@ def checks_of(findings):
 
 # --- parsers ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize('text, key', [
-    ('plugins."io.containerd.grpc.v1.cri".containerd.runtimes.nvidia', ('plugins', 'io.containerd.grpc.v1.cri', 'containerd', 'runtimes', 'nvidia')),
-    ("plugins.'io.containerd.cri.v1.runtime'.containerd", ('plugins', 'io.containerd.cri.v1.runtime', 'containerd')),
-    ('crio.runtime.runtimes.nvidia-cdi', ('crio', 'runtime', 'runtimes', 'nvidia-cdi')),
-    ('a . "b.c" . d', ('a', 'b.c', 'd')),
-    ('a..b', None),
-    ('"unterminated', None),
-])
-def test_dotted_key(text, key):
-    assert checks.dotted_key(text) == key
-
-
 @pytest.mark.parametrize('dump, runtimes, imports', [
     # bookworm's containerd 1.6 after the container_toolkit role: config version 2, double quotes.
     ('containerd-1.6-nvidia.toml', {'nvidia': '/usr/bin/nvidia-container-runtime'}, ['/etc/containerd/config.toml']),
@@ -61,6 +52,15 @@ def test_containerd_runtimes_and_imports_of_real_dumps(dump, runtimes, imports):
     text = data(dump)
     assert checks.containerd_runtimes(text) == runtimes
     assert checks.containerd_imports(text) == imports
+
+
+def test_runtime_config_that_cannot_be_read(monkeypatch):
+    """tomlkit reads the runtimes' output (one TOML reader): invalid TOML, and a node without python3-tomlkit, say why."""
+    with pytest.raises(GpuOpsError, match='containerd config dump: invalid TOML at line 1'):
+        checks.containerd_runtimes('[plugins\n')
+    monkeypatch.setattr(toml_doc, 'tomlkit', None)
+    with pytest.raises(GpuOpsError, match='crio config cannot be read: python3-tomlkit is not installed'):
+        checks.crio_runtimes('')
 
 
 @pytest.mark.parametrize('text, expected', [
@@ -347,18 +347,18 @@ EXPECTED = {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '1', 'nvid
     (dict(EXPECTED, **{'nvidia.com/mig.strategy': 'single'}), list(EXPECTED) + ['nvidia.com/mig.strategy'], [('labels-outdated', 'warning')]),
 ])
 def test_label_findings(current, owned, expected):
-    assert checks_of(checks.label_findings('gpu-1', node(labels=current, owned=owned), EXPECTED)) == expected
+    assert checks_of(cluster_checks.label_findings('gpu-1', node(labels=current, owned=owned), EXPECTED)) == expected
 
 
 def test_labels_missing_lists_them_with_values():
-    found = checks.label_findings('gpu-1', node(labels={'nvidia.com/gpu.present': 'true'}), EXPECTED)[0]
+    found = cluster_checks.label_findings('gpu-1', node(labels={'nvidia.com/gpu.present': 'true'}), EXPECTED)[0]
     assert found['evidence'] == ['nvidia.com/gpu.count=1', 'nvidia.com/gpu.deploy.device-plugin=true', 'nvidia.com/gpu.deploy.driver=true',
                                  'nvidia.com/gpu.product=Tesla-T4']
 
 
 def test_node_not_registered_and_labels_unknown():
-    assert checks_of(checks.label_findings('gpu-1', None, EXPECTED)) == [('node-not-registered', 'error')]
-    assert checks.label_findings('gpu-1', node(), None) == []
+    assert checks_of(cluster_checks.label_findings('gpu-1', None, EXPECTED)) == [('node-not-registered', 'error')]
+    assert cluster_checks.label_findings('gpu-1', node(), None) == []
 
 
 SOCKETS = {'/var/lib/kubelet/device-plugins/kubelet.sock': True, '/var/lib/kubelet/device-plugins/nvidia-gpu.sock': False}
@@ -373,11 +373,11 @@ SOCKETS = {'/var/lib/kubelet/device-plugins/kubelet.sock': True, '/var/lib/kubel
     (dict(labels=dict(EXPECTED, **{'nvidia.com/gpu.replicas': '4'}), capacity='1', allocatable='1'), [('gpu-capacity-mismatch', 'warning')]),
 ])
 def test_device_plugin_findings(kwargs, expected):
-    assert checks_of(checks.device_plugin_findings(node(**kwargs), SOCKETS)) == expected
+    assert checks_of(cluster_checks.device_plugin_findings(node(**kwargs), SOCKETS)) == expected
 
 
 def test_device_plugin_not_registered_names_the_missing_socket():
-    found = checks.device_plugin_findings(node(labels=EXPECTED), SOCKETS)[0]
+    found = cluster_checks.device_plugin_findings(node(labels=EXPECTED), SOCKETS)[0]
     assert found['evidence'] == ['Node gpu-1 has no status.capacity[nvidia.com/gpu]',
                                  'socket missing: /var/lib/kubelet/device-plugins/nvidia-gpu.sock (served by the device plugin for nvidia.com/gpu)']
 
@@ -392,7 +392,7 @@ def test_device_plugin_not_registered_names_the_missing_socket():
     ({'key': 'dedicated', 'operator': 'Equal'}, {'key': 'dedicated', 'effect': 'NoSchedule'}, True),
 ])
 def test_tolerates(toleration, taint, expected):
-    assert checks.tolerates(toleration, taint) is expected
+    assert cluster_checks.tolerates(toleration, taint) is expected
 
 
 def daemonset(name, deploy, tolerations, status=None):
@@ -412,7 +412,7 @@ OPERANDS = [daemonset('nvidia-device-plugin-daemonset', 'device-plugin', GPU_TOL
     ([{'key': 'dedicated', 'value': 'ml', 'effect': 'NoSchedule'}], ['dedicated=ml:NoSchedule blocks nvidia-device-plugin-daemonset']),
 ])
 def test_taint_findings(taints, expected_names):
-    found = checks.taint_findings(node(labels=EXPECTED, taints=taints), OPERANDS)
+    found = cluster_checks.taint_findings(node(labels=EXPECTED, taints=taints), OPERANDS)
     if expected_names is None:
         assert found == []
     else:
@@ -423,7 +423,7 @@ def test_taint_findings(taints, expected_names):
 
 def test_taints_count_the_labels_the_node_should_have():
     # The deploy label is missing on the Node but expected: the taint would still block the operand once labelled.
-    found = checks.taint_findings(node(taints=[{'key': 'dedicated', 'effect': 'NoExecute'}]), OPERANDS, EXPECTED)
+    found = cluster_checks.taint_findings(node(taints=[{'key': 'dedicated', 'effect': 'NoExecute'}]), OPERANDS, EXPECTED)
     assert found[0]['evidence'] == ['dedicated:NoExecute blocks nvidia-device-plugin-daemonset']
 
 
@@ -452,7 +452,7 @@ RUNTIME_EVENT = dict(type='Warning', reason='FailedCreatePodSandBox', involvedOb
     (pod('p1', phase='Pending'), [], '', 'kubectl -n gpu-operator describe pod p1'),
 ])
 def test_pod_finding(the_pod, events, log, expected_fix):
-    found = checks.pod_finding(the_pod, checks.pod_events(the_pod, events), log)
+    found = cluster_checks.pod_finding(the_pod, cluster_checks.pod_events(the_pod, events), log)
     if expected_fix is None:
         assert found is None
     else:
@@ -461,7 +461,7 @@ def test_pod_finding(the_pod, events, log, expected_fix):
 
 
 def test_pod_finding_evidence():
-    found = checks.pod_finding(pod('p1', containers=WAITING_CRASH), [], 'line 1\nE1 failed to initialize NVML\n')
+    found = cluster_checks.pod_finding(pod('p1', containers=WAITING_CRASH), [], 'line 1\nE1 failed to initialize NVML\n')
     assert found['summary'] == 'Pod gpu-operator/p1 is not ready (CrashLoopBackOff)'
     assert found['evidence'] == [
         'phase Running',
@@ -475,18 +475,18 @@ def test_pod_finding_evidence():
 
 def test_pod_events_are_the_pods_own():
     other = dict(RUNTIME_EVENT, involvedObject=dict(kind='Pod', name='p2'))
-    assert checks.pod_events(pod('p1'), [RUNTIME_EVENT, other, dict(involvedObject=dict(kind='DaemonSet', name='p1'))]) == [RUNTIME_EVENT]
+    assert cluster_checks.pod_events(pod('p1'), [RUNTIME_EVENT, other, dict(involvedObject=dict(kind='DaemonSet', name='p1'))]) == [RUNTIME_EVENT]
 
 
 def test_daemonset_findings():
     daemonsets = [daemonset('a', 'device-plugin', []), daemonset('b', 'dcgm-exporter', [], dict(desiredNumberScheduled=0)),
                   daemonset('c', 'mig-manager', [], dict(desiredNumberScheduled=2, numberReady=1)),
                   daemonset('d', 'gpu-feature-discovery', [], dict(desiredNumberScheduled=2, numberReady=2))]
-    found = checks.daemonset_findings(daemonsets)
+    found = cluster_checks.daemonset_findings(daemonsets)
     assert checks_of(found) == [('operands-not-rolled-out', 'warning')]
     assert found[0]['evidence'] == ['a: no status yet (no controller has rolled it out)',
                                     'b: schedules no Pod: no Node matches nvidia.com/gpu.deploy.dcgm-exporter=true', 'c: 1/2 Pods ready']
-    assert checks.daemonset_findings(daemonsets[3:]) == []
+    assert cluster_checks.daemonset_findings(daemonsets[3:]) == []
 
 
 def namespace(labels):
@@ -513,7 +513,7 @@ RBAC_EVENT = dict(reason='FailedCreate', involvedObject=dict(kind='DaemonSet', n
      [('rbac-forbidden', 'error')]),
 ])
 def test_namespace_findings(ns, events, logs, expected):
-    assert checks_of(checks.namespace_findings('gpu-operator', ns, events, logs)) == expected
+    assert checks_of(cluster_checks.namespace_findings('gpu-operator', ns, events, logs)) == expected
 
 
 @pytest.mark.parametrize('policies, expected', [
@@ -524,11 +524,11 @@ def test_namespace_findings(ns, events, logs, expected):
         dict(type='Ready', status='False', reason='OperandNotReady', message='vectorAdd did not pass')]))], [('clusterpolicy-not-ready', 'warning')]),
 ])
 def test_cluster_policy_findings(policies, expected):
-    assert checks_of(checks.cluster_policy_findings(policies)) == expected
+    assert checks_of(cluster_checks.cluster_policy_findings(policies)) == expected
 
 
 def test_api_findings():
-    found = checks.api_findings([['Pods in gpu-operator', '403 Forbidden']])
+    found = cluster_checks.api_findings([['Pods in gpu-operator', '403 Forbidden']])
     assert checks_of(found) == [('api-read-failed', 'error')] and found[0]['evidence'] == ['403 Forbidden']
 
 
@@ -560,11 +560,11 @@ MPS_SHARED = dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'mps', 'nvi
     ({'nvidia.com/gpu.present': 'false'}, []),
 ])
 def test_plugin_config_findings(labels, expected):
-    assert checks_of(checks.plugin_config_findings(node(labels=labels), PLUGIN_POLICY, PLUGIN_CONFIGS)) == expected
+    assert checks_of(cluster_checks.plugin_config_findings(node(labels=labels), PLUGIN_POLICY, PLUGIN_CONFIGS)) == expected
 
 
 def test_plugin_config_disagreement_says_what_and_why():
-    found = checks.plugin_config_findings(node(labels=dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'mps'})), PLUGIN_POLICY, PLUGIN_CONFIGS)
+    found = cluster_checks.plugin_config_findings(node(labels=dict(TIME_SLICED, **{'nvidia.com/device-plugin.config': 'mps'})), PLUGIN_POLICY, PLUGIN_CONFIGS)
     assert found[0]['evidence'] == [
         'nvidia.com/gpu.replicas: Node has 4, config mps of ConfigMap plugin-configs (label nvidia.com/device-plugin.config) makes it 2',
         'nvidia.com/gpu.sharing-strategy: Node has time-slicing, config mps of ConfigMap plugin-configs (label nvidia.com/device-plugin.config) '
@@ -573,9 +573,9 @@ def test_plugin_config_disagreement_says_what_and_why():
     assert 'gpu_node_labels_device_plugin_config' in found[0]['fix']
     # without a config, nothing is shared: a node labelled as shared disagrees
     no_config = [dict(PLUGIN_POLICY[0], spec=dict(mig=dict(strategy='single'), devicePlugin={}))]
-    assert checks_of(checks.plugin_config_findings(node(labels=TIME_SLICED), no_config, [])) == [('labels-disagree-with-plugin-config', 'error')]
-    assert checks.plugin_config_findings(node(labels=TIME_SLICED), None, PLUGIN_CONFIGS) == []
-    assert checks.plugin_config_findings(node(labels=TIME_SLICED), PLUGIN_POLICY, None) == [], 'ConfigMaps not read: not checked'
+    assert checks_of(cluster_checks.plugin_config_findings(node(labels=TIME_SLICED), no_config, [])) == [('labels-disagree-with-plugin-config', 'error')]
+    assert cluster_checks.plugin_config_findings(node(labels=TIME_SLICED), None, PLUGIN_CONFIGS) == []
+    assert cluster_checks.plugin_config_findings(node(labels=TIME_SLICED), PLUGIN_POLICY, None) == [], 'ConfigMaps not read: not checked'
 
 
 # --- report -------------------------------------------------------------------------------------------------
@@ -683,7 +683,7 @@ def test_text():
 
 
 def test_text_cuts_long_evidence_the_json_keeps_it():
-    missing = checks.label_findings('gpu-2', node('gpu-2'), dict(('nvidia.com/l%02d' % number, 'x') for number in range(20)))
+    missing = cluster_checks.label_findings('gpu-2', node('gpu-2'), dict(('nvidia.com/l%02d' % number, 'x') for number in range(20)))
     report = doctor_report.build({'host-2': dict(node_name='gpu-2', result=node_result(missing))}, cluster(pods=[]))
     assert len(report['nodes']['host-2']['findings'][0]['evidence']) == 20
     lines = doctor_report.text(report)

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_cluster_checks as cluster_checks
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_report
 
 FAILED = {'node': 'gpu-2', 'state': 'failed', 'component': 'plugin', 'summary': 'plugin validation failed: plugin-validation exited 1 (Error)',
@@ -27,7 +27,7 @@ FAILED = {'node': 'gpu-2', 'state': 'failed', 'component': 'plugin', 'summary': 
     (FAILED, [('gpu-validation-failed', 'error', 'GPU validation failed: plugin validation failed: plugin-validation exited 1 (Error)')]),
 ])
 def test_validation_findings(result, expected):
-    assert [(f['check'], f['severity'], f['summary']) for f in checks.validation_findings(result)] == expected
+    assert [(f['check'], f['severity'], f['summary']) for f in cluster_checks.validation_findings(result)] == expected
 
 
 @pytest.mark.parametrize('component, words', [
@@ -35,7 +35,7 @@ def test_validation_findings(result, expected):
     ('plugin', 'the device plugin config'), (None, 'register the node with the cluster'),
 ])
 def test_each_component_has_its_fix(component, words):
-    found = checks.validation_findings(dict(FAILED, component=component))[0]
+    found = cluster_checks.validation_findings(dict(FAILED, component=component))[0]
     assert words in found['fix'] and found['fix'].endswith('then validate again: ansible-playbook -i <inventory> gpuops.gpu_operator.site --tags validation')
     assert found['evidence'] == FAILED['evidence']
 

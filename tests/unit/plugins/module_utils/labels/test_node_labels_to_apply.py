@@ -58,14 +58,14 @@ NFD_KEYS = {'feature.node.kubernetes.io/pci-10de.present', 'feature.node.kuberne
 GFD_KEYS = {'nvidia.com/gpu.product', 'nvidia.com/cuda.driver.major', 'nvidia.com/mig.capable', 'nvidia.com/mps.capable'}
 
 
-@pytest.mark.parametrize('nfd_enabled, gfd_enabled, left_out', [
+@pytest.mark.parametrize('nfd_enabled, gfd_labels, left_out', [
     (False, True, set()),
     (True, True, NFD_KEYS),
     (False, False, GFD_KEYS),
     (True, False, NFD_KEYS | GFD_KEYS),
 ])
-def test_labels_to_apply(nfd_enabled, gfd_enabled, left_out):
-    assert labels_to_apply(LABELS, nfd_enabled, gfd_enabled) == {key: value for key, value in LABELS.items() if key not in left_out}
+def test_labels_to_apply(nfd_enabled, gfd_labels, left_out):
+    assert labels_to_apply(LABELS, nfd_enabled, gfd_labels) == {key: value for key, value in LABELS.items() if key not in left_out}
 
 
 def test_defaults_apply_everything():
@@ -76,15 +76,15 @@ def test_captured_mig_node_without_gfd_keeps_only_the_operator_labels():
     """The A100 MIG capture under the mixed strategy: every nvidia.com label but gpu.present and deploy.* is GFD's."""
     labels = compute_labels(facts_of('a100-sxm4-80gb-mig'), 'mixed')[0]
     assert labels['nvidia.com/mig.strategy'] == 'mixed' and 'nvidia.com/gpu.deploy.mig-manager' in labels
-    applied = labels_to_apply(labels, nfd_enabled=True, gfd_enabled=False)
+    applied = labels_to_apply(labels, nfd_enabled=True, gfd_labels=False)
     assert applied == {key: value for key, value in labels.items() if key == 'nvidia.com/gpu.present' or key.startswith('nvidia.com/gpu.deploy.')}
 
 
-@pytest.mark.parametrize('nfd_enabled, gfd_enabled, left_out', [
+@pytest.mark.parametrize('nfd_enabled, gfd_labels, left_out', [
     ('false', 'true', set()),
     ('yes', 'no', NFD_KEYS | GFD_KEYS),
     (1, 0, NFD_KEYS | GFD_KEYS),
 ])
-def test_filter_reads_switches_as_ansible_does(nfd_enabled, gfd_enabled, left_out):
+def test_filter_reads_switches_as_ansible_does(nfd_enabled, gfd_labels, left_out):
     apply = FilterModule().filters()['node_labels_to_apply']
-    assert apply(LABELS, nfd_enabled=nfd_enabled, gfd_enabled=gfd_enabled) == {key: value for key, value in LABELS.items() if key not in left_out}
+    assert apply(LABELS, nfd_enabled=nfd_enabled, gfd_labels=gfd_labels) == {key: value for key, value in LABELS.items() if key not in left_out}

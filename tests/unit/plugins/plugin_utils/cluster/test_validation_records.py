@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import validation
 
 
 def node(name, **labels):

@@ -24,7 +24,9 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_validation import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests, validation as v
+from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule as ManifestFilters
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import prerequisites as manifests, registry as cluster_registry, validation as v
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import validator as validator_operand
 
 MINORS = ['1.29', '1.34']
 FIELD = {'OPERATOR_NAMESPACE': 'metadata.namespace', 'NODE_NAME': 'spec.nodeName'}
@@ -51,8 +53,12 @@ OPERATOR_ROLE_RULES = [([''], ['pods'], ['create', 'get', 'list', 'watch', 'upda
                        (['apps'], ['daemonsets'], ['get', 'list', 'watch'])]
 
 
-def rendered(**kwargs):
-    return v.validator('gpu-operator', **kwargs)
+def rendered(policy=None, registry='', nodes=None):
+    return v.validator('gpu-operator', cluster_registry.resolution(policy, registry, nodes))
+
+
+def operand_objects(policy=None, registry='', nodes=None):
+    return cluster_registry.render(cluster_registry.resolution(policy, registry, nodes), 'gpu-operator')['present']
 
 
 def the_daemonset(found):
@@ -118,7 +124,7 @@ def test_daemonsets_settings_come_from_the_operands_policy():
                                                   'annotations': {'a': 'b'}}
     assert ds['metadata']['labels']['team'] == 'ml' and ds['metadata']['annotations'] == {'a': 'b'}
     assert ('MIG_STRATEGY', 'mixed') in env_of(pod['initContainers'][3]) and found['mig_strategy'] == 'mixed'
-    assert ds['spec']['selector']['matchLabels'] == v.VALIDATOR_LABELS, 'the selector does not follow the labels (it is immutable)'
+    assert ds['spec']['selector']['matchLabels'] == validator_operand.LABELS, 'the selector does not follow the labels (it is immutable)'
 
 
 def test_device_plugin_disabled_removes_the_plugin_component():
@@ -145,7 +151,7 @@ def test_one_validator_image_for_the_validator_and_the_operands():
     assert pod['imagePullSecrets'] == [{'name': 'pull-a'}, {'name': 'pull-b'}]
     assert ('VALIDATOR_IMAGE', reference) in env_of(pod['initContainers'][2])
     assert ('VALIDATOR_IMAGE_PULL_SECRETS', 'pull-a,pull-b') in env_of(pod['initContainers'][2])
-    operand_pods = [obj['spec']['template']['spec'] for obj in manifests.operands(policy, registry='mirror.example:5000/nv')['present']
+    operand_pods = [obj['spec']['template']['spec'] for obj in operand_objects(policy, registry='mirror.example:5000/nv')
                     if obj['kind'] == 'DaemonSet']
     assert operand_pods and all(init_images(operand) == {reference} for operand in operand_pods)
     own = rendered(registry='mirror.example', policy={'validator': {'repository': 'quay.example/nv', 'version': 'sha256:' + 'a' * 64}})
@@ -158,7 +164,7 @@ def test_runtime_class_is_the_operands():
     nodes = [{'host': 'a', 'runtime_name': 'nvidia-gpu'}, {'host': 'b', 'runtime_name': 'nvidia-gpu'}]
     found = rendered(nodes=nodes)
     pod = the_daemonset(found)['spec']['template']['spec']
-    operand = next(obj for obj in manifests.operands(nodes=nodes)['present'] if obj['kind'] == 'DaemonSet')
+    operand = next(obj for obj in operand_objects(nodes=nodes) if obj['kind'] == 'DaemonSet')
     assert pod['runtimeClassName'] == operand['spec']['template']['spec']['runtimeClassName'] == found['runtime_class'] == 'nvidia-gpu'
     assert ('VALIDATOR_RUNTIME_CLASS', 'nvidia-gpu') in env_of(pod['initContainers'][2])
     checks = [{'item': {'ansible_job_id': '1', 'item': [{'node': 'gpu-1'}, 'nvidia.com/gpu']}, 'finished': 1, 'registered': True}]
@@ -180,7 +186,7 @@ def test_bad_image_settings(validator, message):
 
 def test_filters_report_setting_errors():
     with pytest.raises(AnsibleFilterError, match="gpuops.gpu_operator: nonsense is not honoured by this collection"):
-        FilterModule().filters()['cluster_validator']('gpu-operator', policy={'nonsense': {}})
+        ManifestFilters().filters()['resolve_cluster_policy']({'nonsense': {}})
 
 
 @pytest.mark.parametrize('minor', MINORS)
@@ -191,27 +197,9 @@ def test_objects_are_valid_kubernetes(minor):
         kubernetes_validate.validate(obj, minor, strict=True)
 
 
-# --- which nodes, which resources ----------------------------------------------------------------
+# --- which nodes, which resources (contract.gpu_resources: tests/unit/plugins/module_utils/common/test_contract.py) ---------
 
 TIME_SLICED = {'sharing': {'timeSlicing': {'renameByDefault': True, 'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
-MIG_LABELS = {'nvidia.com/gpu.count': '0', 'nvidia.com/gpu.replicas': '0', 'nvidia.com/mig-1g.20gb.count': '4', 'nvidia.com/mig-1g.20gb.replicas': '1',
-              'nvidia.com/mig-3g.40gb.count': '0'}
-
-
-@pytest.mark.parametrize('labels, strategy, config, expected', [
-    ({'nvidia.com/gpu.count': '8', 'nvidia.com/gpu.replicas': '1'}, 'single', None, ['nvidia.com/gpu']),
-    ({'nvidia.com/gpu.count': '1', 'nvidia.com/gpu.replicas': '4'}, 'single', TIME_SLICED, ['nvidia.com/gpu.shared']),
-    ({'nvidia.com/gpu.count': '1', 'nvidia.com/gpu.replicas': '4'}, 'single', {'sharing': {'timeSlicing': {'resources': [
-        {'name': 'nvidia.com/gpu', 'replicas': 4}]}}}, ['nvidia.com/gpu']),
-    (MIG_LABELS, 'mixed', None, ['nvidia.com/mig-1g.20gb']),
-    (dict(MIG_LABELS, **{'nvidia.com/gpu.count': '2', 'nvidia.com/gpu.replicas': '1'}), 'mixed', TIME_SLICED,
-     ['nvidia.com/gpu.shared', 'nvidia.com/mig-1g.20gb']),
-    (MIG_LABELS, 'single', None, ['nvidia.com/gpu']),  # nothing described: the capacity check says which label is missing
-    ({}, 'single', None, ['nvidia.com/gpu']),
-], ids=['full GPUs', 'time-sliced, renamed', 'time-sliced, not renamed', 'MIG mixed', 'mixed with full GPUs, shared', 'MIG labels, single',
-        'no labels'])
-def test_gpu_resources(labels, strategy, config, expected):
-    assert v.gpu_resources(labels, strategy, config) == expected
 
 
 def node(name, **labels):
@@ -255,83 +243,6 @@ def test_plugin_pods():
     assert spec['tolerations'] == POLICY['daemonsets']['tolerations']
     assert spec['initContainers'][0]['resources'] == {'limits': {'nvidia.com/mig-1g.20gb': '1'}, 'requests': {'nvidia.com/mig-1g.20gb': '1'}}
     assert spec['initContainers'][0]['args'] == ['vectorAdd'] and 'resources' not in spec['containers'][0]
-
-
-# --- reading a node's Pods -----------------------------------------------------------------------
-
-def validator_pod(*inits, ready=False, phase='Pending'):
-    """A validator Pod whose init containers have the given (name, state, lastState, restartCount) statuses."""
-    names = ['driver-validation', 'toolkit-validation', 'cuda-validation', 'plugin-validation']
-    statuses = [{'name': name, 'state': state, 'lastState': last or {}, 'restartCount': restarts} for name, state, last, restarts in inits]
-    return {'metadata': {'name': 'nvidia-operator-validator-abcde', 'namespace': 'gpu-operator'},
-            'spec': {'nodeName': 'gpu-1', 'initContainers': [{'name': name} for name in names]},
-            'status': {'phase': phase, 'initContainerStatuses': statuses,
-                       'conditions': [{'type': 'Ready', 'status': 'True' if ready else 'False'}]}}
-
-
-DONE = {'terminated': {'exitCode': 0, 'reason': 'Completed'}}
-CRASHED = {'terminated': {'exitCode': 1, 'reason': 'Error'}}
-BACKOFF = {'waiting': {'reason': 'CrashLoopBackOff', 'message': 'back-off 10s restarting failed container'}}
-
-
-@pytest.mark.parametrize('pod, expected', [
-    (None, ('pending', 'driver', 'driver validation did not run: no nvidia-operator-validator Pod on the Node')),
-    (validator_pod(*[(n, DONE, None, 0) for n in ('driver-validation', 'toolkit-validation', 'cuda-validation', 'plugin-validation')],
-                   ready=True, phase='Running'),
-     ('passed', None, 'driver, toolkit, cuda, plugin validation passed')),
-    (validator_pod(('driver-validation', {'waiting': {'reason': 'ImagePullBackOff', 'message': 'Back-off pulling image'}}, None, 0)),
-     ('pending', 'driver', 'driver validation did not run: the Pod did not start (ImagePullBackOff: Back-off pulling image)')),
-    (validator_pod(('driver-validation', {'running': {}}, None, 0)),
-     ('pending', 'driver', 'driver validation did not finish: driver-validation is still running')),
-    (validator_pod(('driver-validation', DONE, None, 0), ('toolkit-validation', BACKOFF, CRASHED, 3)),
-     ('pending', 'toolkit', 'toolkit validation failed: toolkit-validation exited 1 (Error)')),
-    (validator_pod(('driver-validation', DONE, None, 0), ('toolkit-validation', DONE, None, 0), ('cuda-validation', CRASHED, None, 0)),
-     ('pending', 'cuda', 'cuda validation failed: cuda-validation exited 1 (Error)')),
-    (validator_pod(*[(n, DONE, None, 0) for n in ('driver-validation', 'toolkit-validation', 'cuda-validation')]),
-     ('pending', 'plugin', 'plugin validation did not run: plugin-validation did not start (not started)')),
-    (validator_pod(*[(n, DONE, None, 0) for n in ('driver-validation', 'toolkit-validation', 'cuda-validation', 'plugin-validation')]),
-     ('pending', None, 'every validation passed but the nvidia-operator-validator container is not ready')),
-], ids=['no Pod', 'Ready', 'image not pulled', 'driver waits', 'toolkit crash loop', 'cuda exited', 'plugin not started', 'main not ready'])
-def test_validator_state(pod, expected):
-    found = v.validator_state(pod)
-    assert (found['state'], found['component'], found['summary']) == expected
-
-
-def plugin_pod(node_name, resource, phase):
-    return {'metadata': {'name': v.plugin_pod_name(node_name, resource), 'annotations': {v.RESOURCE_ANNOTATION: resource}},
-            'status': {'phase': phase}}
-
-
-@pytest.mark.parametrize('phases, expected', [
-    ([], ('pending', 'plugin validation did not run: no nvidia-device-plugin-validator Pod on the Node')),
-    (['Succeeded', 'Succeeded'], ('passed', 'a Pod requesting nvidia.com/mig-1g.20gb, nvidia.com/mig-3g.40gb ran vectorAdd')),
-    (['Succeeded', 'Failed'], ('failed', 'plugin validation failed: the Pod requesting nvidia.com/mig-3g.40gb failed on the Node')),
-    (['Succeeded', 'Pending'], ('pending', 'plugin validation did not finish: the Pod requesting nvidia.com/mig-3g.40gb is Pending')),
-])
-def test_plugin_state(phases, expected):
-    pods = [plugin_pod('gpu-1', resource, phase) for resource, phase in zip(['nvidia.com/mig-1g.20gb', 'nvidia.com/mig-3g.40gb'], phases)]
-    found = v.plugin_state(pods)
-    assert (found['state'], found['summary']) == expected
-
-
-def test_pod_and_node_evidence():
-    pod = validator_pod(('driver-validation', DONE, None, 0), ('toolkit-validation', BACKOFF, CRASHED, 3))
-    events = [{'type': 'Warning', 'reason': 'BackOff', 'message': 'Back-off restarting failed container',
-               'involvedObject': {'kind': 'Pod', 'name': 'nvidia-operator-validator-abcde'}},
-              {'type': 'Normal', 'reason': 'Pulled', 'involvedObject': {'kind': 'Pod', 'name': 'another'}}]
-    log = 'line 1\n\nline 2\nline 3\n'
-    assert v.pod_evidence(pod, events, log, log_lines=2, containers=['toolkit-validation']) == [
-        'Pod gpu-operator/nvidia-operator-validator-abcde phase Pending',
-        'container toolkit-validation waiting: CrashLoopBackOff: back-off 10s restarting failed container',
-        'container toolkit-validation restarted 3 time(s), last exit 1 (Error)',
-        'event Warning BackOff: Back-off restarting failed container', 'log: line 2', 'log: line 3']
-    gpu_node = {'metadata': {'name': 'gpu-1', 'labels': {v.DEPLOY_LABEL: 'true'}},
-                'spec': {'taints': [{'key': 'nvidia.com/gpu', 'effect': 'NoSchedule'}]},
-                'status': {'capacity': {'cpu': '8', 'nvidia.com/gpu': '4'}, 'allocatable': {'nvidia.com/gpu': '3'}}}
-    assert v.node_evidence(gpu_node) == ['Node label nvidia.com/gpu.deploy.operator-validator=true',
-                                         'Node advertises nvidia.com/gpu capacity 4 allocatable 3', 'Node taint nvidia.com/gpu:NoSchedule']
-    assert v.node_evidence({'metadata': {'name': 'x'}}) == ['Node has no label nvidia.com/gpu.deploy.operator-validator',
-                                                            'Node advertises no nvidia.com/gpu or nvidia.com/mig-* resource']
 
 
 # --- one result per node -------------------------------------------------------------------------

@@ -10,7 +10,7 @@ __metaclass__ = type
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images
 
 DIGEST = 'sha256:' + 'ab' * 32
 

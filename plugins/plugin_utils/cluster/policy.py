@@ -6,10 +6,11 @@
 """ClusterPolicy settings: the GPU Operator release this collection tracks, its defaults, and the fields honoured.
 
 Everything the cluster side renders starts here. `resolve()` checks a ClusterPolicy-style spec field
-by field against SCHEMA (a field this collection does not honour is refused by name, never dropped),
-overlays it on the defaults of OPERATOR_RELEASE, points the default images at a mirror, and settles
-what the GPU nodes decide (the runtime class name, CDI) from the container toolkit settings of those
-nodes. Env and args lists merge by name, as the Operator merges env.
+by field against the schema (the sections every operand shares here, and each operand's own section,
+registry.py; a field this collection does not honour is refused by name, never dropped), overlays it
+on the defaults of OPERATOR_RELEASE, points the default images at a mirror, and settles what the GPU
+nodes decide (the runtime class name, CDI) from the container toolkit settings of those nodes. Env and
+args lists merge by name, as the Operator merges env.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,45 +19,28 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import images, mig_profiles, plugin_config
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images
 
 # The GPU Operator release whose defaults (deployments/gpu-operator/values.yaml) and operand layouts
-# (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this block and
-# gets a changelog entry; tests/cluster/parity/ holds the facts of this release.
+# (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this, the operands' images
+# (operands/*.py) and gets a changelog entry; tests/cluster/parity/ holds the facts of this release.
 OPERATOR_RELEASE = 'v26.7.0'
-IMAGES = {
-    # repository, image, version
-    'validator': ('nvcr.io/nvidia', 'gpu-operator', OPERATOR_RELEASE),
-    'devicePlugin': ('nvcr.io/nvidia', 'k8s-device-plugin', 'v0.20.0'),
-    'gfd': ('nvcr.io/nvidia', 'k8s-device-plugin', 'v0.20.0'),
-    'dcgmExporter': ('nvcr.io/nvidia/k8s', 'dcgm-exporter', '4.6.0-4.8.3-distroless'),
-    'migManager': ('nvcr.io/nvidia/cloud-native', 'k8s-mig-manager', 'v0.15.0'),
-}
-OPERANDS = ('devicePlugin', 'dcgmExporter', 'gfd', 'migManager')
-MIG_STRATEGIES = ('none', 'single', 'mixed')
 PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
-DEFAULT_MPS_ROOT = '/run/nvidia/mps'
-# What the container_toolkit role does when a GPU node does not say otherwise (roles/container_toolkit/defaults).
-TOOLKIT_DEFAULTS = {'runtime_name': 'nvidia', 'cdi_enabled': False, 'install_dir': '/usr/bin'}
 DOCS = 'docs/coming-from-gpu-operator.md'
+POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
+# The Operator's sections this collection does not deploy: the ClusterPolicy says they are off.
+NOT_DEPLOYED = ('driver', 'toolkit', 'dcgm')
 
 
 class PolicyError(GpuOpsError):
     """A ClusterPolicy setting that cannot be honoured; the message names the field."""
 
 
-def _operand(key, enabled):
-    repository, image, version = IMAGES[key]
-    return {'enabled': enabled, 'repository': repository, 'image': image, 'version': version, 'imagePullPolicy': 'IfNotPresent',
-            'imagePullSecrets': [], 'resources': {}, 'args': [], 'env': [], 'hostNetwork': False}
-
-
-def defaults():
-    """The Operator's defaults for the fields honoured here; GFD is off because gpu_node_labels writes its labels."""
-    validator = _operand('validator', True)
-    for field in ('enabled', 'args', 'env', 'hostNetwork'):
-        del validator[field]
+def common_defaults():
+    """The Operator's defaults of the sections every operand reads."""
     return {
         'operator': {'runtimeClass': ''},  # '': the GPU nodes' container_toolkit_runtime_name
         'daemonsets': {
@@ -66,46 +50,32 @@ def defaults():
         },
         'mig': {'strategy': 'single'},
         'cdi': {'enabled': None, 'default': False},  # None: the GPU nodes' container_toolkit_cdi_enabled
-        'validator': validator,
-        'devicePlugin': dict(_operand('devicePlugin', True), config={'name': '', 'default': '', 'create': None, 'data': {}},
-                             mps={'root': DEFAULT_MPS_ROOT}),
-        'dcgmExporter': dict(_operand('dcgmExporter', True), annotations={}, hostPID=False,
-                             config={'name': '', 'create': None, 'data': ''},
-                             hpcJobMapping={'enabled': False, 'directory': ''},
-                             enablePodLabels=False, enablePodUID=False, podLabelAllowlistRegex=[],
-                             service={'type': '', 'internalTrafficPolicy': 'Cluster'},
-                             # created when the Prometheus Operator's CRD exists, as the Operator does
-                             serviceMonitor={'enabled': True, 'interval': '15s', 'scrapeTimeout': '10s', 'honorLabels': False,
-                                             'additionalLabels': {}, 'relabelings': []}),
-        'gfd': _operand('gfd', False),
-        'migManager': dict(_operand('migManager', True), config={'name': '', 'default': 'all-disabled', 'create': None, 'data': {}},
-                           gpuClientsConfig={'name': ''}),
     }
+
+
+def defaults(operands):
+    """The Operator's defaults for the fields honoured here: the shared sections and each operand's own."""
+    found = common_defaults()
+    found.update((operand.section, operand.section_defaults()) for operand in operands if operand.image)
+    return found
 
 
 # --- the fields honoured ------------------------------------------------------------------------
 
-_IMAGE = {'repository': 'str', 'image': 'str', 'version': 'str', 'imagePullPolicy': 'str', 'imagePullSecrets': 'strlist',
-          'resources': 'resources'}
-_OPERAND = dict(_IMAGE, enabled='bool', args='strlist', env='env', hostNetwork='bool')
-_CONFIG = {'name': 'str', 'default': 'str', 'create': 'bool', 'data': 'dict'}
-SCHEMA = {
+COMMON_SCHEMA = {
     'operator': {'runtimeClass': 'str'},
     'daemonsets': {'labels': 'strmap', 'annotations': 'strmap', 'priorityClassName': 'str', 'tolerations': 'dictlist',
                    'updateStrategy': 'str', 'rollingUpdate': {'maxUnavailable': 'scalar'}, 'podSecurityContext': 'dict'},
     'mig': {'strategy': 'str'},
     'cdi': {'enabled': 'bool', 'default': 'bool'},
-    'validator': dict(_IMAGE),
-    'devicePlugin': dict(_OPERAND, config=_CONFIG, mps={'root': 'str'}),
-    'dcgmExporter': dict(_OPERAND, annotations='strmap', hostPID='bool', config={'name': 'str', 'create': 'bool', 'data': 'str'},
-                         hpcJobMapping={'enabled': 'bool', 'directory': 'str'}, enablePodLabels='bool', enablePodUID='bool',
-                         podLabelAllowlistRegex='strlist',
-                         service={'type': 'str', 'internalTrafficPolicy': 'str'},
-                         serviceMonitor={'enabled': 'bool', 'interval': 'str', 'scrapeTimeout': 'str', 'honorLabels': 'bool',
-                                         'additionalLabels': 'strmap', 'relabelings': 'dictlist'}),
-    'gfd': dict(_OPERAND),
-    'migManager': dict(_OPERAND, config=dict(_CONFIG, data='dict'), gpuClientsConfig={'name': 'str'}),
 }
+
+
+def schema(operands):
+    """The fields honoured: the shared sections and each operand's own."""
+    return dict(COMMON_SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image))
+
+
 # Sections the node-side roles do instead: only their "not deployed by the Operator" value is accepted.
 HOST_SECTIONS = {
     'driver': 'the driver is installed on the host by the nvidia_driver role (nvidia_driver_* variables)',
@@ -146,22 +116,22 @@ def _check_value(where, kind, value):
                 raise PolicyError('%s.%s: resources take limits and requests, each a mapping of quantities' % (where, part))
 
 
-def _check_fields(spec, schema, where):
+def _check_fields(spec, fields, where):
     if not isinstance(spec, dict):
         raise PolicyError('%s must be a mapping, not %r' % (where or 'the ClusterPolicy spec', spec))
     for key in sorted(spec):
         path = '%s.%s' % (where, key) if where else key
-        if key not in schema:
+        if key not in fields:
             if not where and key in HOST_SECTIONS:
                 if spec[key] == {'enabled': False}:
                     continue
                 raise PolicyError('%s: %s; only {enabled: false} is accepted here' % (path, HOST_SECTIONS[key]))
             raise PolicyError('%s is not honoured by this collection (it honours %s); see %s' % (path, ', '.join(
-                '%s.%s' % (where, name) if where else name for name in sorted(schema)), DOCS))
-        if isinstance(schema[key], dict):
-            _check_fields(spec[key], schema[key], path)
+                '%s.%s' % (where, name) if where else name for name in sorted(fields)), DOCS))
+        if isinstance(fields[key], dict):
+            _check_fields(spec[key], fields[key], path)
         else:
-            _check_value(path, schema[key], spec[key])
+            _check_value(path, fields[key], spec[key])
 
 
 # --- merging ------------------------------------------------------------------------------------
@@ -237,20 +207,9 @@ def _from_nodes(toolkit, key, setting, explicit, where):
 
 # --- resolving ----------------------------------------------------------------------------------
 
-def _check_plugin_configs(config, resolved):
-    available = plugin_config.configs(config, resolved['mig']['strategy'])
-    if config['default'] and config['default'] not in available:
-        raise PolicyError('devicePlugin.config.default %r is not one of devicePlugin.config.data (%s)' % (config['default'], ', '.join(sorted(available))))
-
-
-def _check_mig_config(config, resolved):
-    mig_profiles.check_config(config['data'], 'migManager.config.data', resolved['migManager']['config']['default'])
-
-
-_CHECK_DATA = {'devicePlugin': _check_plugin_configs, 'dcgmExporter': lambda config, resolved: None, 'migManager': _check_mig_config}
-
-
-def _check_config(where, config, check_data):
+def check_config(where, config, check_data):
+    """A config section (devicePlugin.config, ...): the chart's create and data agree with its name; check_data(config)
+    checks the data."""
     data = config.get('data')
     if config.get('create') is None:
         config['create'] = bool(data)
@@ -265,24 +224,27 @@ def _check_config(where, config, check_data):
     return config
 
 
-def resolve(policy=None, registry='', nodes=None):
+def resolve(policy, registry, nodes, operands):
     """The full ClusterPolicy spec: `policy` checked and overlaid on the defaults.
 
     `registry` mirrors every default repository (a repository set in `policy` wins); `nodes` are the
     GPU nodes' container toolkit settings ([{host, runtime_name, cdi_enabled, install_dir}]),
     which decide operator.runtimeClass and cdi.enabled when the policy leaves them out and must agree
-    with them when it does not.
+    with them when it does not. `operands`: registry.OPERANDS, whose sections are honoured and checked.
     """
     policy = policy or {}
-    _check_fields(policy, SCHEMA, '')
-    resolved = merge(defaults(), dict((key, value) for key, value in policy.items() if key in SCHEMA))
-    for key in ('validator',) + OPERANDS:
-        spec = resolved[key]
-        if registry and not (policy.get(key) or {}).get('repository'):
+    fields = schema(operands)
+    _check_fields(policy, fields, '')
+    resolved = merge(defaults(operands), dict((key, value) for key, value in policy.items() if key in fields))
+    for operand in operands:
+        if not operand.image:
+            continue
+        spec = resolved[operand.section]
+        if registry and not (policy.get(operand.section) or {}).get('repository'):
             spec['repository'] = images.mirrored(spec['repository'], registry)
-        images.reference(spec['repository'], spec['image'], spec['version'], key)
+        images.reference(spec['repository'], spec['image'], spec['version'], operand.section)
         if spec['imagePullPolicy'] not in PULL_POLICIES:
-            raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (key, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
+            raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (operand.section, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
     common = resolved['daemonsets']
     if common['updateStrategy'] not in ('RollingUpdate', 'OnDelete'):
         raise PolicyError('daemonsets.updateStrategy must be RollingUpdate or OnDelete, not %r' % common['updateStrategy'])
@@ -291,17 +253,8 @@ def resolve(policy=None, registry='', nodes=None):
         raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
     if resolved['cdi']['default']:
         raise PolicyError('cdi.default is deprecated in the GPU Operator and has no effect there; cdi.enabled makes CDI the default')
-    if resolved['migManager']['config']['default'] not in ('all-disabled', ''):
-        raise PolicyError("migManager.config.default must be all-disabled or '' (the ClusterPolicy CRD's values), not %r"
-                          % resolved['migManager']['config']['default'])
-    for section, default in (('config', mig_profiles.MIG_CONFIG_MAP), ('gpuClientsConfig', mig_profiles.GPU_CLIENTS_MAP)):
-        if resolved['migManager'][section]['name'] == default:
-            raise PolicyError('migManager.%s.name %s is the name of the default ConfigMap: leave the name empty for it' % (section, default))
-    root = resolved['devicePlugin']['mps']['root']
-    if not root.startswith('/') or root.rstrip('/') != root or '//' in root:
-        raise PolicyError('devicePlugin.mps.root must be an absolute path without a trailing slash, not %r' % root)
-    for section in ('devicePlugin', 'dcgmExporter', 'migManager'):
-        _check_config('%s.config' % section, resolved[section]['config'], lambda config, section=section: _CHECK_DATA[section](config, resolved))
+    for operand in operands:
+        operand.check(resolved)
     toolkit = node_toolkit(nodes)
     resolved['operator']['runtimeClass'] = _from_nodes(toolkit, 'runtime_name', 'container_toolkit_runtime_name',
                                                        resolved['operator']['runtimeClass'], 'operator.runtimeClass')
@@ -325,3 +278,34 @@ def cdi_hook_path(nodes):
     """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them."""
     install_dir = _from_nodes(node_toolkit(nodes), 'install_dir', 'container_toolkit_install_dir', None, None)
     return install_dir.rstrip('/') + '/nvidia-cdi-hook'
+
+
+# --- the ClusterPolicy object -------------------------------------------------------------------
+
+def config_in_cluster_policy(section, keep_unnamed):
+    """A section whose `config` the CR holds by ConfigMap name, without the Helm chart's create and data; without a name
+    the config goes, unless `keep_unnamed` (the chart writes migManager.config.default without one)."""
+    section = copy.deepcopy(section)
+    config = section['config']
+    for field in ('create', 'data'):
+        del config[field]
+    if not config['name']:
+        del config['name']
+        if not keep_unnamed:
+            del section['config']
+    return section
+
+
+def cluster_policy(resolved, operands):
+    """The ClusterPolicy CR: the resolved spec as the Operator's CRD holds it (each operand's section as it writes it), and the
+    sections the node-side roles do instead marked disabled (driver, toolkit: installed on the host, as the Operator's
+    driver.enabled=false means)."""
+    spec = copy.deepcopy(resolved)
+    for operand in operands:
+        if operand.image:
+            spec[operand.section] = operand.in_cluster_policy(spec[operand.section])
+    if not spec['daemonsets']['podSecurityContext']:
+        del spec['daemonsets']['podSecurityContext']
+    for section in NOT_DEPLOYED:
+        spec[section] = {'enabled': False}
+    return {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': meta(POLICY_NAME), 'spec': spec}

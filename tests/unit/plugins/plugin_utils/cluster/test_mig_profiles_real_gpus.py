@@ -19,7 +19,7 @@ import re
 
 import pytest
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import mig_profiles
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import mig_profiles
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import GPUS
 
 LGIP_PROFILE = re.compile(r'^\|\s+\d+\s+MIG (\S+)\s+\d+\s+\d+/\d+', re.M)

@@ -9,18 +9,21 @@ One place reads them for both sides: the operands (the ConfigMap the device plug
 control daemon choose from by the node label nvidia.com/device-plugin.config) and the node labels
 (gpu.replicas, gpu.sharing-strategy, the -SHARED product suffix, mps.capable), so that the labels
 always say what the plugin advertises. The checks are those k8s-device-plugin v0.20.0 applies at
-start (api/config/v1), made before anything is applied.
+start (api/config/v1), made before anything is applied. config-manager, the container that puts a node's
+file in place for each of those operands, is rendered here too.
 """
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+import copy
 
-NODE_LABEL = 'nvidia.com/device-plugin.config'
-SHARING_KINDS = {'timeSlicing': 'time-slicing', 'mps': 'mps'}
-GPU_RESOURCE = 'nvidia.com/gpu'
-MIG_STRATEGIES = ('none', 'single', 'mixed')
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
+    DEVICE_PLUGIN_CONFIG, GPU_RESOURCE, MIG_RESOURCE_PREFIX, MIG_STRATEGIES, SHARING_KINDS, config_sharing, selected_config)
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import skeleton
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import field_env, mount, set_env, value_env
 
 
 class PluginConfigError(GpuOpsError):
@@ -87,9 +90,9 @@ def _check_sharing(kind, sharing, strategy, where):
         if not isinstance(resource, dict):
             raise PluginConfigError('%s must be {name, replicas}, not %r' % (here, resource))
         name, replicas = resource.get('name'), resource.get('replicas')
-        if not isinstance(name, str) or not (name == GPU_RESOURCE or name.startswith('nvidia.com/mig-')):
+        if not isinstance(name, str) or not (name == GPU_RESOURCE or name.startswith(MIG_RESOURCE_PREFIX)):
             raise PluginConfigError('%s.name must be nvidia.com/gpu or nvidia.com/mig-<profile>, not %r' % (here, name))
-        if name.startswith('nvidia.com/mig-') and strategy != 'mixed':
+        if name.startswith(MIG_RESOURCE_PREFIX) and strategy != 'mixed':
             raise PluginConfigError('%s: %s is only advertised with migStrategy mixed (it is %s)' % (here, name, strategy))
         if kind == 'mps' and name != GPU_RESOURCE:
             raise PluginConfigError('%s: the device plugin shares no MIG device with MPS' % here)
@@ -111,45 +114,88 @@ def configs(spec, mig_strategy):
                 for name, value in (spec.get('data') or {}).items())
 
 
-def sharing(config):
-    """The sharing of nvidia.com/gpu a config gives, in the node labels' terms: {strategy, replicas, rename_by_default}."""
-    for kind, strategy in SHARING_KINDS.items():
-        shared = ((config or {}).get('sharing') or {}).get(kind)
-        if not shared:
-            continue
-        replicas = next((item['replicas'] for item in shared['resources'] if item['name'] == GPU_RESOURCE), 1)
-        if replicas > 1:
-            return {'strategy': strategy, 'replicas': replicas, 'rename_by_default': bool(shared.get('renameByDefault'))}
-    return {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
-
-
-def selected(spec, node_config=''):
-    """The config name a node runs with: its nvidia.com/device-plugin.config label, else devicePlugin.config.default,
-    else none ('': config-manager's fallback "empty", no config file)."""
-    return node_config or spec.get('default') or ''
-
-
-def node_label_settings(resolved, node_config='', gfd_labels=True):
-    """What gpu_node_labels needs to label a node as the plugin (and GFD) see it; `gfd_labels`: no GFD Pods write them.
+def node_label_settings(resolved, node_config='', nfd_enabled=False):
+    """What gpu_node_labels needs to label a node as the plugin (and GFD) see it, from the run's ClusterPolicy
+    (registry.resolution) and the node's device plugin config (its nvidia.com/device-plugin.config, '' for the default).
 
     {mig_strategy, sharing, mig_config (the nvidia.com/mig.config value for a MIG-capable node without one),
-    labels (nvidia.com/device-plugin.config when the node picks a config)}.
+    labels (nvidia.com/device-plugin.config when the node picks a config), gfd_labels}. gfd_labels: whether the node labels
+    stage writes GFD's labels. It does unless GFD's Pods publish them, which takes gfd.enabled and NFD running in the
+    cluster (`nfd_enabled`: GFD v0.20 publishes through NFD); they then read the ConfigMap themselves, which may then be
+    one the settings do not hold.
     """
-    spec = resolved['devicePlugin']['config']
-    strategy = resolved['mig']['strategy']
-    available = configs(spec, strategy)
-    name = selected(spec, node_config)
-    if node_config and not spec.get('name'):
+    spec = resolved['spec']
+    gfd_labels = not (spec['gfd']['enabled'] and nfd_enabled)
+    config = spec['devicePlugin']['config']
+    strategy = spec['mig']['strategy']
+    available = configs(config, strategy)
+    name = selected_config(config, node_config)
+    if node_config and not config.get('name'):
         raise PluginConfigError('the node asks for device plugin config %r but devicePlugin.config.name names no ConfigMap' % node_config)
-    if name and spec.get('name') and not available and gfd_labels:
+    if name and config.get('name') and not available and gfd_labels:
         raise PluginConfigError('devicePlugin.config.name %r has no data: the ConfigMap is yours, but gpu_node_labels writes the labels GFD '
-                                'would and cannot read it; give its content in devicePlugin.config.data, or enable gfd' % spec['name'])
+                                'would and cannot read it; give its content in devicePlugin.config.data, or enable gfd (with NFD: '
+                                'gpu_node_labels_nfd_enabled)' % config['name'])
     if name and available and name not in available:
         raise PluginConfigError('no device plugin config %r in devicePlugin.config.data (it has %s)' % (name, ', '.join(sorted(available))))
-    manager = resolved['migManager']
+    manager = spec['migManager']
     return {
         'mig_strategy': strategy,
-        'sharing': sharing(available.get(name)) if name else sharing(None),
+        'sharing': config_sharing(available.get(name) if name else None),
         'mig_config': manager['config']['default'] if manager['enabled'] else '',
-        'labels': {NODE_LABEL: node_config} if node_config else {},
+        'labels': {DEVICE_PLUGIN_CONFIG: node_config} if node_config else {},
+        'gfd_labels': gfd_labels,
     }
+
+
+# --- config-manager: the node's config out of the ConfigMap, for the device plugin, GFD and the MPS control daemon -----
+
+CONFIG_FILE = '/config/config.yaml'
+
+
+def config_manager(init, process=''):
+    """config-manager picks the node's device plugin config by its label; as a sidecar it signals the process on a change."""
+    item = {'name': 'config-manager-init' if init else 'config-manager', 'command': ['config-manager'], 'env': [
+        value_env('ONESHOT', 'true' if init else 'false'), value_env('KUBECONFIG', ''), field_env('NODE_NAME', 'spec.nodeName'),
+        value_env('NODE_LABEL', DEVICE_PLUGIN_CONFIG), value_env('CONFIG_FILE_SRCDIR', '/available-configs'),
+        value_env('CONFIG_FILE_DST', CONFIG_FILE), value_env('DEFAULT_CONFIG', ''), value_env('SEND_SIGNAL', 'false' if init else 'true'),
+        value_env('SIGNAL', '' if init else '1'), value_env('PROCESS_TO_SIGNAL', process)]}
+    if not init:
+        item['securityContext'] = {'privileged': True}
+    return item
+
+
+def config_maps(resolved, namespace):
+    """The ConfigMap of devicePlugin.config.data, when the settings create it."""
+    config = resolved['devicePlugin']['config']
+    if not config['create']:
+        return []
+    data = dict((name, value if isinstance(value, str) else skeleton.to_yaml(value)) for name, value in config['data'].items())
+    return [config_map(config['name'], namespace, data)]
+
+
+def with_config(pod, resolved, resources):
+    """devicePlugin.config: config-manager picks the node's file from the ConfigMap; without a name both go."""
+    config = resolved['devicePlugin']['config']
+    if not config['name']:
+        pod['initContainers'] = [c for c in pod['initContainers'] if c['name'] != 'config-manager-init']
+        pod['containers'] = [c for c in pod['containers'] if c['name'] != 'config-manager']
+        return
+    shared = [mount('config', '/config'), mount(config['name'], '/available-configs')]
+    for item in pod['containers']:
+        if item['name'] in ('nvidia-device-plugin', 'gpu-feature-discovery', 'mps-control-daemon-ctr'):
+            set_env(item, 'CONFIG_FILE', CONFIG_FILE)
+            item['volumeMounts'] = item['volumeMounts'] + copy.deepcopy(shared)
+    if not pod.get('hostPID'):
+        pod['shareProcessNamespace'] = True  # the sidecar signals the process it serves
+    pod['volumes'] += [{'name': config['name'], 'configMap': {'name': config['name']}}, {'name': 'config', 'emptyDir': {}}]
+    spec = resolved['devicePlugin']
+    for item in pod['initContainers'] + pod['containers']:
+        if item['name'] in ('config-manager-init', 'config-manager'):
+            item['image'] = skeleton.image(spec, 'devicePlugin')
+            item['imagePullPolicy'] = spec['imagePullPolicy']
+            if item['name'] == 'config-manager-init' and resources:
+                item['resources'] = copy.deepcopy(resources)
+            set_env(item, 'DEFAULT_CONFIG', config['default'])
+            set_env(item, 'FALLBACK_STRATEGIES', 'empty')
+            item['volumeMounts'] = item.get('volumeMounts', []) + copy.deepcopy(shared)

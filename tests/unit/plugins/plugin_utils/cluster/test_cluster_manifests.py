@@ -22,8 +22,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import manifests as cm
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import operands, policy, validation
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, prerequisites as cm, registry, skeleton, validation
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
@@ -63,23 +62,34 @@ SCENARIOS = {
                    'devicePlugin': {'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
                                     'env': [{'name': 'DEVICE_LIST_STRATEGY', 'value': 'volume-mounts'}],
                                     'resources': {'limits': {'memory': '100Mi', 'cpu': 1}}},
+                   'nodeStatusExporter': {'enabled': True, 'imagePullSecrets': ['pull']},
                    'dcgmExporter': {'serviceMonitor': {'honorLabels': True, 'additionalLabels': {'release': 'prom'},
                                                        'relabelings': [{'sourceLabels': ['__meta_kubernetes_pod_node_name'], 'targetLabel': 'instance'}]}}}},
 }
 
 
+def resolution(scenario):
+    return registry.resolution(scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'))
+
+
 def render(scenario):
-    return cm.operands(scenario.get('policy'), 'gpu-operator', scenario.get('registry', ''), scenario.get('monitor', False), scenario.get('nodes'))
+    """{'present', 'absent', 'resolved': the resolution they come from}."""
+    resolved = resolution(scenario)
+    return dict(registry.render(resolved, 'gpu-operator', service_monitor_crd=scenario.get('monitor', False)), resolved=resolved)
 
 
 def validator_objects(scenario):
-    return validation.validator('gpu-operator', scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'))['objects']
+    return validation.validator('gpu-operator', resolution(scenario))['objects']
 
 
 def every_object(scenario):
     rendered = render(scenario)
-    return rendered['present'] + cm.prerequisites('gpu-operator', True, scenario.get('policy'), scenario.get('nodes')) + [
-        cm.cluster_policy(rendered['resolved'])] + validator_objects(scenario)
+    return rendered['present'] + cm.prerequisites('gpu-operator', True, rendered['resolved']) + [
+        registry.cluster_policy(rendered['resolved'])] + validator_objects(scenario)
+
+
+def label_settings(spec, node_config='', nfd_enabled=False):
+    return plugin_config.node_label_settings(registry.resolution(spec), node_config, nfd_enabled)
 
 
 def by_name(objects, kind):
@@ -122,14 +132,15 @@ def test_manifests_validate(minor):
 def test_cluster_policy_matches_its_crd_schema(name):
     """The CR against the openAPIV3Schema of our CRD (jsonschema ignores the x-kubernetes-* extensions)."""
     schema = cm.cluster_policy_crd()['spec']['versions'][0]['schema']['openAPIV3Schema']
-    jsonschema.validate(cm.cluster_policy(render(SCENARIOS[name])['resolved']), schema)
+    jsonschema.validate(registry.cluster_policy(render(SCENARIOS[name])['resolved']), schema)
 
 
 def test_defaults():
     rendered = render({})
     assert sorted(by_name(rendered['present'], 'DaemonSet')) == [
         'nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']
-    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery'}
+    # off by default (GFD: deviation gfd-default; the node status exporter as in the chart)
+    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery', 'nvidia-node-status-exporter'}
     plugin = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']
     assert plugin['spec']['updateStrategy'] == {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}}
     pod = plugin['spec']['template']['spec']
@@ -141,11 +152,14 @@ def test_defaults():
 
 
 def test_release_defaults_are_stated_once():
-    """The images come from policy.IMAGES, the one place a release bump changes."""
-    resolved = render({})['resolved']
-    for key, (repository, image, version) in policy.IMAGES.items():
-        assert (resolved[key]['repository'], resolved[key]['image'], resolved[key]['version']) == (repository, image, version)
-    assert policy.IMAGES['validator'][2] == policy.OPERATOR_RELEASE
+    """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
+    resolved = render({})['resolved']['spec']
+    owners = [operand for operand in registry.OPERANDS if operand.image]
+    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
+    for operand in owners:
+        spec = resolved[operand.section]
+        assert (spec['repository'], spec['image'], spec['version']) == operand.image
+    assert next(operand for operand in owners if operand.section == 'validator').image[2] == policy.OPERATOR_RELEASE
 
 
 def test_registry_rewrite_and_per_image_override():
@@ -214,7 +228,7 @@ def test_device_plugin_configs_per_node():
 def test_config_changes_roll_the_pods():
     def checksum(scenario):
         template = by_name(render(scenario)['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']['spec']['template']
-        return template['metadata']['annotations'][operands.CHECKSUM]
+        return template['metadata']['annotations'][skeleton.CHECKSUM]
     changed = {'policy': {'devicePlugin': {'config': dict(CONFIGS['config'], data={'ts': MPS, 'mps': MPS})}}}
     assert checksum(SCENARIOS['time-slicing and MPS configs, per node']) != checksum(changed) != checksum({})
 
@@ -222,19 +236,23 @@ def test_config_changes_roll_the_pods():
 def test_label_settings_follow_the_plugin_config():
     """The node labels are computed from the same config the plugin gets (one source of truth)."""
     spec = SCENARIOS['time-slicing and MPS configs, per node']['policy']
-    assert cm.node_label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {},
-                                            'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True}}
-    assert cm.node_label_settings(spec, 'mps')['sharing'] == {'strategy': 'mps', 'replicas': 2, 'rename_by_default': False}
-    assert cm.node_label_settings(spec, 'mps')['labels'] == {'nvidia.com/device-plugin.config': 'mps'}
-    assert cm.node_label_settings({})['sharing'] == {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
-    assert cm.node_label_settings({'migManager': {'enabled': False}, 'mig': {'strategy': 'mixed'}})['mig_config'] == ''
+    # GFD is on in this scenario but publishes through NFD only: without NFD the node labels stage writes its labels
+    assert label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {}, 'gfd_labels': True,
+                                    'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True}}
+    assert label_settings(spec, nfd_enabled=True)['gfd_labels'] is False and label_settings({}, nfd_enabled=True)['gfd_labels'] is True
+    assert label_settings(spec, 'mps')['sharing'] == {'strategy': 'mps', 'replicas': 2, 'rename_by_default': False}
+    assert label_settings(spec, 'mps')['labels'] == {'nvidia.com/device-plugin.config': 'mps'}
+    assert label_settings({})['sharing'] == {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
+    assert label_settings({'migManager': {'enabled': False}, 'mig': {'strategy': 'mixed'}})['mig_config'] == ''
     with pytest.raises(GpuOpsError, match="no device plugin config 'other' in devicePlugin.config.data"):
-        cm.node_label_settings(spec, 'other')
+        label_settings(spec, 'other')
     with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
-        cm.node_label_settings(SCENARIOS['external device plugin ConfigMap']['policy'])
-    # GFD Pods read the ConfigMap themselves
+        label_settings(SCENARIOS['external device plugin ConfigMap']['policy'])
+    # GFD Pods (with NFD) read the ConfigMap themselves; without NFD the labels stage would write their labels and cannot
     external_with_gfd = dict(SCENARIOS['external device plugin ConfigMap']['policy'], gfd={'enabled': True})
-    assert cm.node_label_settings(external_with_gfd)['sharing']['strategy'] == 'none'
+    assert label_settings(external_with_gfd, nfd_enabled=True)['sharing']['strategy'] == 'none'
+    with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
+        label_settings(external_with_gfd)
 
 
 def test_cdi_follows_the_nodes():
@@ -243,11 +261,11 @@ def test_cdi_follows_the_nodes():
     assert (plugin['CDI_ENABLED'], plugin['DEVICE_LIST_STRATEGY'], plugin['NVIDIA_CDI_HOOK_PATH']) == (
         'true', 'cdi-annotations,cdi-cri', '/usr/bin/nvidia-cdi-hook')
     assert env_of(pod_of(rendered, 'nvidia-mig-manager')['containers'][0])['CDI_ENABLED'] == 'true'
-    assert [o['metadata']['name'] for o in cm.prerequisites(spec={}, nodes=CDI_NODES) if o['kind'] == 'RuntimeClass'] == [
+    assert [o['metadata']['name'] for o in cm.prerequisites(resolved=resolution({'nodes': CDI_NODES})) if o['kind'] == 'RuntimeClass'] == [
         'nvidia', 'nvidia-cdi', 'nvidia-legacy']
-    assert [o['metadata']['name'] for o in cm.prerequisites(spec={}) if o['kind'] == 'RuntimeClass'] == ['nvidia']
-    assert [o['metadata']['name'] for o in cm.unused_runtime_classes({})] == ['nvidia-cdi', 'nvidia-legacy']
-    assert cm.unused_runtime_classes({}, CDI_NODES) == []
+    assert [o['metadata']['name'] for o in cm.prerequisites(resolved=resolution({})) if o['kind'] == 'RuntimeClass'] == ['nvidia']
+    assert [o['metadata']['name'] for o in cm.unused_runtime_classes(resolution({}))] == ['nvidia-cdi', 'nvidia-legacy']
+    assert cm.unused_runtime_classes(resolution({'nodes': CDI_NODES})) == []
     assert 'CDI_ENABLED' not in env_of(pod_of(render({}), 'nvidia-device-plugin-daemonset')['containers'][0])
 
 
@@ -255,7 +273,12 @@ def test_runtime_class_follows_the_toolkit():
     nodes = [{'host': 'a', 'runtime_name': 'nvidia-gpu'}, {'host': 'b', 'runtime_name': 'nvidia-gpu', 'install_dir': '/opt/bin'}]
     rendered = render({'nodes': nodes})
     assert set(ds['spec']['template']['spec']['runtimeClassName'] for ds in by_name(rendered['present'], 'DaemonSet').values()) == {'nvidia-gpu'}
-    assert [o['handler'] for o in cm.prerequisites(spec={}, nodes=nodes) if o['kind'] == 'RuntimeClass'] == ['nvidia-gpu']
+    assert [o['handler'] for o in cm.prerequisites(resolved=resolution({'nodes': nodes})) if o['kind'] == 'RuntimeClass'] == ['nvidia-gpu']
+    # with CDI, the variants the nodes register under that name (contract.runtime_names), not nvidia-cdi / nvidia-legacy
+    cdi_nodes = [dict(node, cdi_enabled=True, install_dir='/usr/bin') for node in nodes]
+    assert [(o['metadata']['name'], o['handler']) for o in cm.prerequisites(resolved=resolution({'nodes': cdi_nodes})) if o['kind'] == 'RuntimeClass'] == [
+        ('nvidia-gpu', 'nvidia-gpu'), ('nvidia-gpu-cdi', 'nvidia-gpu-cdi'), ('nvidia-gpu-legacy', 'nvidia-gpu-legacy')]
+    assert [o['metadata']['name'] for o in cm.unused_runtime_classes(resolution({'nodes': nodes}))] == ['nvidia-gpu-cdi', 'nvidia-gpu-legacy']
     with pytest.raises(GpuOpsError, match="the GPU nodes differ in container_toolkit_runtime_name .a='nvidia-gpu', b='nvidia'"):
         render({'nodes': [nodes[0], {'host': 'b'}]})
     with pytest.raises(GpuOpsError, match="operator.runtimeClass is 'nvidia' but container_toolkit_runtime_name='nvidia-gpu' on a, b"):
@@ -303,7 +326,7 @@ def test_service_monitor_only_with_its_crd():
     monitor = by_name(everything['present'], 'ServiceMonitor')['nvidia-dcgm-exporter']
     assert monitor['spec']['endpoints'][0]['honorLabels'] is True and monitor['spec']['jobLabel'] == 'app'
     assert monitor['metadata']['labels']['release'] == 'prom'
-    off = cm.operands({'dcgmExporter': {'serviceMonitor': {'enabled': False}}}, service_monitor_crd=True)
+    off = render({'policy': {'dcgmExporter': {'serviceMonitor': {'enabled': False}}}, 'monitor': True})
     assert any(o['kind'] == 'ServiceMonitor' for o in off['absent'])
 
 
@@ -367,9 +390,9 @@ def test_bad_device_plugin_config(spec, message):
 
 
 def test_filter_reports_setting_errors():
-    operands_filter = FilterModule().filters()['cluster_operands']
+    resolve = FilterModule().filters()['resolve_cluster_policy']
     with pytest.raises(AnsibleFilterError, match='gpuops.gpu_operator: devicePlugin.config.data.x: sharing.mps.resources'):
-        operands_filter(sharing('mps', None))
+        resolve(sharing('mps', None))
 
 
 def test_rbac_is_the_operators_without_wildcards():
@@ -385,7 +408,7 @@ def test_rbac_is_the_operators_without_wildcards():
         assert binding['roleRef']['name'] == binding['metadata']['name'] != 'cluster-admin'
     accounts = set(by_name(objects, 'ServiceAccount'))
     used = set(ds['spec']['template']['spec']['serviceAccountName'] for ds in by_name(objects, 'DaemonSet').values())
-    assert accounts == used == set(operands.ACCOUNTS.values())
+    assert accounts == used == set(operand.account for operand in registry.OPERANDS)
 
 
 def test_namespace_and_crd():
@@ -398,9 +421,9 @@ def test_namespace_and_crd():
 
 
 def test_cluster_policy_object():
-    spec = cm.cluster_policy(render(SCENARIOS['time-slicing and MPS configs, per node'])['resolved'])['spec']
+    spec = registry.cluster_policy(render(SCENARIOS['time-slicing and MPS configs, per node'])['resolved'])['spec']
     assert spec['devicePlugin']['config'] == {'name': 'plugin-configs', 'default': 'ts'}, "the chart's create/data stay out of the CR"
     assert spec['migManager']['config'] == {'default': 'all-disabled'}
     assert spec['driver'] == spec['toolkit'] == {'enabled': False}
     assert spec['cdi'] == {'enabled': False, 'default': False} and spec['operator'] == {'runtimeClass': 'nvidia'}
-    assert 'config' not in cm.cluster_policy(render({})['resolved'])['spec']['devicePlugin']
+    assert 'config' not in registry.cluster_policy(render({})['resolved'])['spec']['devicePlugin']

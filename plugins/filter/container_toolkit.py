@@ -1,0 +1,27 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Filters of the container toolkit stage (see module_utils/common/contract.py)."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible.module_utils.parsing.convert_bool import boolean
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
+
+
+def runtime_variants(cdi_enabled):
+    """contract.runtime_variants, with the switch as Ansible reads booleans (-e gives 'true' as a string)."""
+    return contract.runtime_variants(boolean(cdi_enabled))
+
+
+class FilterModule(object):
+    """runtime_variants."""
+
+    def filters(self):
+        return {
+            'runtime_variants': runtime_variants,
+        }

@@ -1,0 +1,158 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""What the node side and the cluster side agree on, written once and imported by both.
+
+The node side (the container runtime modules, nfd_labels, the doctor's node checks) writes what the
+cluster side (the RuntimeClasses, the operands, the validator, the doctor's cluster checks) reads:
+the names the NVIDIA runtime is registered under, the labels the operands select on (the GPU
+Operator's nvidia.com/gpu.deploy.*), and the labels that say how a node's GPUs are shared and split,
+as GPU feature discovery writes them and the device plugin advertises them. Pure data and functions.
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import re
+
+# --- the NVIDIA runtime on the node -------------------------------------------------------------
+
+# What the container_toolkit role does when a GPU node does not say otherwise (its defaults/main.yml); the runtime
+# name is also the ClusterPolicy's operator.runtimeClass default.
+DEFAULT_RUNTIME_NAME = 'nvidia'
+TOOLKIT_DEFAULTS = {'runtime_name': DEFAULT_RUNTIME_NAME, 'cdi_enabled': False, 'install_dir': '/usr/bin'}
+# nvidia-container-runtime.cdi and .legacy, each registered as <runtime name>-<variant>.
+RUNTIME_VARIANTS = ('cdi', 'legacy')
+# The files the node stages write (driver-ready, toolkit-ready) and the operands wait for.
+VALIDATIONS_DIR = '/run/nvidia/validations'
+
+
+def runtime_variants(cdi_enabled):
+    """The variants registered beside the runtime: with CDI all of them (as the Operator's toolkit does), else none."""
+    return list(RUNTIME_VARIANTS) if cdi_enabled else []
+
+
+def runtime_names(runtime_name, variants):
+    """The names the node registers the runtime under, the main one first; the RuntimeClasses' handlers are these."""
+    return [runtime_name] + ['%s-%s' % (runtime_name, variant) for variant in RUNTIME_VARIANTS if variant in variants]
+
+
+# --- labels the operands select on --------------------------------------------------------------
+
+PRESENT = 'nvidia.com/gpu.present'
+DEPLOY = 'nvidia.com/gpu.deploy.'
+# The Operator's state labels of every GPU node, and the one only MIG-capable nodes get.
+DEPLOY_COMPONENTS = ('driver', 'gpu-feature-discovery', 'container-toolkit', 'device-plugin', 'dcgm', 'dcgm-exporter',
+                     'node-status-exporter', 'operator-validator')
+MIG_MANAGER_COMPONENT = 'mig-manager'
+# The MIG profile mig-manager applies; the Operator labels a MIG-capable node with migManager.config.default when it has none.
+MIG_CONFIG = 'nvidia.com/mig.config'
+# The device plugin config a node runs (config-manager picks it from the ConfigMap by this label).
+DEVICE_PLUGIN_CONFIG = 'nvidia.com/device-plugin.config'
+# Labels that choose a config for the node: the Operator (or the admin) changes them on the Node.
+CHOICES = (MIG_CONFIG, DEVICE_PLUGIN_CONFIG)
+
+
+def deploy_label(component):
+    """nvidia.com/gpu.deploy.<component> (one of DEPLOY_COMPONENTS or MIG_MANAGER_COMPONENT)."""
+    return DEPLOY + component
+
+
+# --- sharing and MIG, as GFD labels them and the device plugin advertises them -------------------
+
+MIG_STRATEGIES = ('none', 'single', 'mixed')
+SHARING_STRATEGIES = ('none', 'time-slicing', 'mps')
+# The device plugin config's sharing kinds and the strategy GFD labels each with.
+SHARING_KINDS = {'timeSlicing': 'time-slicing', 'mps': 'mps'}
+GPU_RESOURCE = 'nvidia.com/gpu'
+MIG_RESOURCE_PREFIX = 'nvidia.com/mig-'
+# Shared with renameByDefault, a resource is advertised as <resource>.shared; its labels keep the plain name.
+SHARED_SUFFIX = '.shared'
+# Without renameByDefault, GFD marks a shared GPU in its product name.
+SHARED_PRODUCT_SUFFIX = '-SHARED'
+MPS_CAPABLE = 'nvidia.com/mps.capable'
+MIG_CAPABLE = 'nvidia.com/mig.capable'
+MIG_STRATEGY = 'nvidia.com/mig.strategy'
+_MIG_COUNT_LABEL = re.compile(r'^nvidia\.com/(mig-.+)\.count$')
+
+
+def resource_label(resource, attribute):
+    """GFD's label of a resource's attribute: nvidia.com/gpu.count, nvidia.com/mig-1g.10gb.replicas, ..."""
+    return '%s.%s' % (resource, attribute)
+
+
+def unshared(resource):
+    """The resource a <resource>.shared name stands for (its labels carry the plain name)."""
+    return resource[:-len(SHARED_SUFFIX)] if resource.endswith(SHARED_SUFFIX) else resource
+
+
+def selected_config(config, node_config=''):
+    """The device plugin config name a node runs (`config`: the ClusterPolicy's devicePlugin.config): its
+    nvidia.com/device-plugin.config label, else devicePlugin.config.default, else none ('': config-manager's fallback
+    "empty", no config file)."""
+    return node_config or (config or {}).get('default') or ''
+
+
+def config_sharing(config):
+    """The sharing of nvidia.com/gpu a device plugin config gives, in the node labels' terms: {strategy, replicas,
+    rename_by_default}."""
+    for kind, strategy in SHARING_KINDS.items():
+        shared = ((config or {}).get('sharing') or {}).get(kind)
+        if not shared:
+            continue
+        replicas = next((item['replicas'] for item in shared['resources'] if item['name'] == GPU_RESOURCE), 1)
+        if replicas > 1:
+            return {'strategy': strategy, 'replicas': replicas, 'rename_by_default': bool(shared.get('renameByDefault'))}
+    return {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
+
+
+def renamed_resources(config):
+    """The resources a device plugin config advertises as <name>.shared (sharing with renameByDefault)."""
+    for sharing in ((config or {}).get('sharing') or {}).values():
+        if (sharing or {}).get('renameByDefault'):
+            return {(resource or {}).get('name') for resource in sharing.get('resources') or []}
+    return set()
+
+
+def sharing_view(sharing):
+    """(replicas, strategy label, shared suffix) of the nvidia.com/gpu resource under the sharing options."""
+    strategy = sharing.get('strategy') or 'none'
+    replicas = sharing.get('replicas') or 1
+    if strategy == 'none' or replicas <= 1:
+        return replicas if strategy != 'none' else 1, 'none', False
+    return replicas, strategy, not sharing.get('rename_by_default')
+
+
+def sharing_labels(sharing, mig_strategy):
+    """The labels GFD gives a node for its sharing and MIG strategy ({key: value, or None for no label}) and whether a
+    shared GPU's product name takes -SHARED. gpu.replicas and gpu.sharing-strategy are those of GPUs without MIG."""
+    replicas, strategy, shared = sharing_view(sharing)
+    return {resource_label(GPU_RESOURCE, 'replicas'): str(replicas), resource_label(GPU_RESOURCE, 'sharing-strategy'): strategy,
+            MPS_CAPABLE: 'true' if (sharing.get('strategy') or 'none') == 'mps' else 'false',
+            MIG_STRATEGY: mig_strategy if mig_strategy != 'none' else None}, shared
+
+
+def _positive(labels, key):
+    try:
+        return int(labels.get(key, '0')) > 0
+    except ValueError:
+        return True  # a malformed count is gpu_resource_capacity's to report
+
+
+def gpu_resources(labels, mig_strategy='single', config=None):
+    """The GPU resources a Node should advertise, from its GFD labels and the device plugin config it runs.
+
+    nvidia.com/gpu for full GPUs (and MIG devices under the single strategy), nvidia.com/mig-<profile> for
+    each profile under the mixed strategy; <name>.shared where sharing renames the resource. A GPU node
+    whose labels describe nothing gets nvidia.com/gpu, so that its check says which label is missing.
+    """
+    renamed = renamed_resources(config)
+    names = []
+    if _positive(labels, resource_label(GPU_RESOURCE, 'count')) and labels.get(resource_label(GPU_RESOURCE, 'replicas')) != '0':
+        names.append(GPU_RESOURCE)
+    if mig_strategy == 'mixed':
+        names += ['nvidia.com/' + match.group(1) for match in sorted(filter(None, map(_MIG_COUNT_LABEL.match, labels)), key=lambda m: m.group(1))
+                  if _positive(labels, match.group(0))]
+    return [name + SHARED_SUFFIX if name in renamed else name for name in names or [GPU_RESOURCE]]

@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""Golden tests, one folder per operand: what each operand renders for a few settings, compared with checked-in YAML.
+
+golden/<operand file>/<case>.yml holds `objects` (everything the operand renders with those settings, enabled or not:
+a disabled operand's objects are the ones removed) and `unwanted` (what it removes while it runs). A change to what an
+operand renders shows here as a diff of its YAML; the Operator's facts it must keep are tests/cluster/parity/'s.
+
+After a deliberate change, write the files anew and read the diff before committing it:
+
+    python tests/unit/plugins/plugin_utils/cluster/test_operand_golden.py --write
+"""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+import difflib
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import registry
+
+GOLDEN = Path(__file__).resolve().parent / 'golden'
+MIRROR = 'mirror.example:5000/nvidia'
+CDI_NODES = [{'host': 'gpu-a', 'runtime_name': 'nvidia', 'cdi_enabled': True, 'install_dir': '/usr/bin'}]
+PLUGIN_CONFIGS = {'name': 'device-plugin-config', 'default': 'time-sliced', 'data': {
+    'time-sliced': {'version': 'v1', 'sharing': {'timeSlicing': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}},
+    'mps-2': {'version': 'v1', 'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}}}
+MIG_CONFIG = {'version': 'v1', 'mig-configs': {'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
+                                               'two-3g': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}}]}}
+DAEMONSETS = {'tolerations': [{'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}],
+              'priorityClassName': 'gpu-critical', 'updateStrategy': 'OnDelete', 'labels': {'team': 'ml'}, 'annotations': {'a': 'b'}}
+# Per operand file: case -> settings as a user gives them (policy, registry, nodes, whether the ServiceMonitor CRD exists).
+CASES = {
+    'device_plugin': {
+        'defaults': {},
+        'configs, mirror, pull secrets, args and env': {'registry': MIRROR, 'policy': {'devicePlugin': {
+            'config': PLUGIN_CONFIGS, 'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
+            'env': [{'name': 'DEVICE_ID_STRATEGY', 'value': 'index'}], 'resources': {'limits': {'memory': '100Mi'}}}}},
+        'cdi, mixed MIG, mps root, host network, daemonsets': {'nodes': CDI_NODES, 'policy': {
+            'mig': {'strategy': 'mixed'}, 'daemonsets': DAEMONSETS, 'devicePlugin': {'mps': {'root': '/var/lib/mps'}, 'hostNetwork': True}}},
+    },
+    'mps_control_daemon': {
+        'defaults': {},
+        'configs, mirror, mps root, resources': {'registry': MIRROR, 'policy': {'devicePlugin': {
+            'config': PLUGIN_CONFIGS, 'mps': {'root': '/var/lib/mps'}, 'resources': {'limits': {'memory': '100Mi'}}}}},
+    },
+    'dcgm_exporter': {
+        'defaults, with the ServiceMonitor CRD': {'monitor': True},
+        'metrics, pod labels, hpc, service, monitor settings': {'monitor': True, 'policy': {'dcgmExporter': {
+            'config': {'name': 'metrics', 'data': 'DCGM_FI_DEV_GPU_UTIL, gauge, GPU utilization.\n'}, 'enablePodLabels': True,
+            'podLabelAllowlistRegex': ['^app$'], 'hpcJobMapping': {'enabled': True}, 'service': {'type': 'NodePort'}, 'hostPID': True,
+            'annotations': {'x': 'y'}, 'env': [{'name': 'DCGM_EXPORTER_INTERVAL', 'value': '10000'}],
+            'serviceMonitor': {'interval': '30s', 'honorLabels': True, 'additionalLabels': {'release': 'prom'}}}}},
+        'disabled, with the ServiceMonitor CRD': {'monitor': True, 'policy': {'dcgmExporter': {'enabled': False}}},
+    },
+    'gpu_feature_discovery': {
+        'defaults (off)': {},
+        'on, with the device plugin configs and user env': {'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]},
+                                                                       'devicePlugin': {'config': PLUGIN_CONFIGS}}},
+    },
+    'mig_manager': {
+        'defaults': {},
+        'configs of the user, cdi, args': {'nodes': CDI_NODES, 'policy': {'migManager': {
+            'config': {'name': 'my-mig', 'data': {'config.yaml': MIG_CONFIG}}, 'gpuClientsConfig': {'name': 'my-clients'},
+            'args': ['--with-reboot'], 'env': [{'name': 'WITH_REBOOT', 'value': 'true'}]}}},
+    },
+    'node_status_exporter': {
+        'defaults (off), with the ServiceMonitor CRD': {'monitor': True},
+        'on: mirror, pull secrets, args, env, resources, host network, daemonsets': {'registry': MIRROR, 'policy': {
+            'daemonsets': DAEMONSETS, 'nodeStatusExporter': {
+                'enabled': True, 'imagePullSecrets': ['pull'], 'args': ['--metrics-port=8000'], 'env': [{'name': 'METRICS_PORT', 'value': '8000'},
+                                                                                                        {'name': 'DEBUG', 'value': 'true'}],
+                'resources': {'limits': {'memory': '50Mi'}}, 'hostNetwork': True}}},
+    },
+    'validator': {
+        'defaults': {},
+        'mirror, pull secrets, resources, no device plugin, daemonsets': {'registry': MIRROR, 'policy': {
+            'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}}, 'devicePlugin': {'enabled': False},
+            'daemonsets': DAEMONSETS}},
+    },
+}
+
+
+def slug(name):
+    return re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')
+
+
+def operand_of(stem):
+    return next(operand for operand in registry.OPERANDS if type(operand).__module__.rsplit('.', 1)[-1] == stem)
+
+
+def rendered(stem, case):
+    """What the operand renders for the case, as plain data."""
+    resolved = registry.resolution(case.get('policy'), case.get('registry', ''), case.get('nodes'))
+    operand, context = operand_of(stem), registry.context(resolved, 'gpu-operator', case.get('monitor', False))
+    found = {'objects': operand.objects(resolved['spec'], context), 'unwanted': operand.unwanted(resolved['spec'], context)}
+    return json.loads(json.dumps(found))
+
+
+def golden_file(stem, name):
+    return GOLDEN / stem / (slug(name) + '.yml')
+
+
+class _Dumper(yaml.SafeDumper):
+    """YAML as people read it (and yamllint takes it): sequences indented, multi-line text (scripts, config files) as blocks."""
+
+    def increase_indent(self, flow=False, indentless=False):
+        return super().increase_indent(flow, False)
+
+
+_Dumper.add_representer(str, lambda dumper, text: dumper.represent_scalar('tag:yaml.org,2002:str', text, style='|' if '\n' in text else None))
+
+
+def as_yaml(data):
+    return yaml.dump(data, Dumper=_Dumper, default_flow_style=False, sort_keys=False, width=150)
+
+
+ALL = [(stem, name) for stem, cases in sorted(CASES.items()) for name in cases]
+
+
+@pytest.mark.parametrize('stem, name', ALL, ids=['%s: %s' % item for item in ALL])
+def test_operand_renders_its_golden_objects(stem, name):
+    path = golden_file(stem, name)
+    assert path.is_file(), '%s is missing: write it (see the docstring) and read it before committing it' % path
+    want, got = yaml.safe_load(path.read_text()), rendered(stem, CASES[stem][name])
+    if got != want:
+        diff = ''.join(difflib.unified_diff(as_yaml(want).splitlines(True), as_yaml(got).splitlines(True), str(path), 'rendered', n=2))
+        raise AssertionError('%s renders otherwise than %s:\n%s' % (stem, path, diff[:8000]))
+
+
+def test_every_operand_has_golden_cases_and_no_file_is_left_over():
+    """An operand added to the registry comes with its golden cases; a golden file no case writes is stale."""
+    stems = {type(operand).__module__.rsplit('.', 1)[-1] for operand in registry.OPERANDS}
+    assert stems == set(CASES)
+    written = {golden_file(stem, name) for stem, name in ALL}
+    assert set(GOLDEN.glob('*/*.yml')) == written
+
+
+def write():
+    for stem, name in ALL:
+        path = golden_file(stem, name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('---\n# %s, case %r (test_operand_golden.py)\n%s' % (stem, name, as_yaml(rendered(stem, CASES[stem][name]))))
+        print(path)
+
+
+if __name__ == '__main__':
+    if sys.argv[1:] != ['--write']:
+        sys.exit(__doc__)
+    write()

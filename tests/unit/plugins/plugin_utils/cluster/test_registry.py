@@ -1,0 +1,46 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) gpuops.gpu_operator contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+# SPDX-License-Identifier: GPL-3.0-or-later
+
+"""The registry: the tables derived from the operands are whole and agree with the contract the node side writes."""
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy, prerequisites, registry, skeleton
+
+OWNERS = [operand for operand in registry.OPERANDS if operand.image]
+
+
+def test_each_operand_selects_on_a_deploy_label_the_nodes_get():
+    """nvidia.com/gpu.deploy.<component> of every operand is one the node labels stage writes (contract.DEPLOY_COMPONENTS)."""
+    for operand in registry.OPERANDS:
+        assert operand.deploy in contract.DEPLOY_COMPONENTS + (contract.MIG_MANAGER_COMPONENT,), operand.daemonset
+
+
+def test_names_are_unique_and_each_section_has_one_owner():
+    assert len({operand.daemonset for operand in registry.OPERANDS}) == len(registry.OPERANDS)
+    assert len({operand.section for operand in OWNERS}) == len(OWNERS)
+    assert {operand.section for operand in registry.OPERANDS} == {operand.section for operand in OWNERS}, 'a section without its owner'
+    assert {operand.stage for operand in registry.OPERANDS} == {'operands', 'validation'}
+
+
+def test_schema_defaults_and_crd_cover_every_section():
+    sections = {operand.section for operand in OWNERS}
+    assert set(policy.schema(registry.OPERANDS)) == set(policy.COMMON_SCHEMA) | sections
+    assert set(policy.defaults(registry.OPERANDS)) == set(policy.COMMON_SCHEMA) | sections
+    crd = prerequisites.cluster_policy_crd()['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']
+    assert sections <= set(crd['properties']) and set(crd['required']) <= set(crd['properties']) | set(policy.NOT_DEPLOYED)
+    for operand in OWNERS:
+        # every field its schema honours has its defaults, and the CRD describes every field of its own
+        assert set(operand.section_defaults()) == set(operand.schema()), operand.section
+        assert set(operand.crd) <= set(operand.settings), operand.section
+        assert set(operand.fields) <= set(skeleton.OPERAND_FIELDS)
+
+
+def test_the_cluster_policy_holds_every_section():
+    spec = registry.cluster_policy(registry.resolution())['spec']
+    assert set(spec) == set(policy.COMMON_SCHEMA) | {operand.section for operand in OWNERS} | set(policy.NOT_DEPLOYED)
+    assert all(spec[section] == {'enabled': False} for section in policy.NOT_DEPLOYED)
