@@ -119,5 +119,5 @@ def test_introspection_finds_the_requirements_in_the_tarball_alone(tarball, tmp_
     # tomlkit runs on the nodes too: the oldest there is Debian bookworm's python3-tomlkit, on the lab's bookworm nodes.
     assert next(req for req in python if req.name == 'tomlkit').specifier.contains('0.11.7')
     # The node plays reach the nodes over SSH: the EE needs the OpenSSH client, named as each package family names it.
-    assert sorted(line.split('#', 1)[0].strip() for line in found['system']) == ['openssh-client [platform:dpkg]',
-                                                                               'openssh-clients [platform:rpm]']
+    system = sorted(line.split('#', 1)[0].strip() for line in found['system'])
+    assert system == ['openssh-client [platform:dpkg]', 'openssh-clients [platform:rpm]']
