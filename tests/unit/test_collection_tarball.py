@@ -77,8 +77,8 @@ def test_every_documentation_link_works_from_an_installed_copy(members):
         for target in markdown_links((REPO / document).read_text()):
             path = target.split('#', 1)[0]
             if target.startswith(repository + '/'):
-                kind, _, branch_path = path[len(repository) + 1:].partition('/')
-                named = branch_path.partition('/')[2]
+                # <repository>/<blob|raw|tree>/<branch>/<path>
+                kind, _branch, named = (path[len(repository) + 1:].split('/', 2) + ['', ''])[:3]
                 if kind not in ('blob', 'raw', 'tree') or not any(name == named or name.startswith(named + '/') for name in in_repository):
                     broken.append(f'{document}: {target} (no such file in the repository)')
             elif path and not re.match(r'^[a-z][a-z0-9+.-]*:', path):
