@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -28,16 +29,21 @@ def pins(text):
     return found
 
 
-@pytest.fixture(name='context', scope='module')
-def fixture_context(tmp_path_factory):
-    """The build context `ansible-builder create` writes, from a copy of the repository's definition.
-
-    The definition names the collection tarball under .build/dist beside it, so the copy gets a fresh build there.
-    """
+@pytest.fixture(name='tarball', scope='module')
+def fixture_tarball(tmp_path_factory):
+    """A fresh build of the collection, under .build/dist where the repository's definition names it."""
     work = tmp_path_factory.mktemp('ee')
-    shutil.copy(EE_FILE, work / EE_FILE.name)
     subprocess.run([str(BIN / 'ansible-galaxy'), 'collection', 'build', '--output-path', str(work / '.build' / 'dist'), str(REPO)],
                    check=True, capture_output=True, text=True, timeout=120, env=dict(os.environ, ANSIBLE_NOCOLOR='1'))
+    [built] = (work / '.build' / 'dist').iterdir()
+    return built
+
+
+@pytest.fixture(name='context', scope='module')
+def fixture_context(tarball):
+    """The build context `ansible-builder create` writes, from a copy of the repository's definition beside the tarball."""
+    work = tarball.parents[2]
+    shutil.copy(EE_FILE, work / EE_FILE.name)
     result = subprocess.run([str(BIN / 'ansible-builder'), 'create', '--file', str(work / EE_FILE.name), '--context', str(work / 'context'),
                              '--output-filename', 'Containerfile'],
                             capture_output=True, text=True, timeout=120, check=False)
@@ -88,3 +94,30 @@ def test_collections(context):
     # Installed in the galaxy stage, whose /usr/share/ansible the final image copies.
     galaxy_stage = containerfile.split('FROM base AS galaxy', 1)[1].split('FROM base AS builder', 1)[0]
     assert tarball in galaxy_stage
+
+
+def test_introspection_finds_the_requirements_in_the_tarball_alone(tarball, tmp_path):
+    """What an EE build runs over the collections it installed (`ansible-builder introspect`, the step that feeds pip and
+    bindep), on an installed copy of the tarball and nothing else: the collection's Python requirements, which admit
+    the versions the tests run, and its system requirements."""
+    installed = tmp_path / 'collections'
+    # Only this path: ansible-galaxy would find the checkout in the configured one and install nothing.
+    subprocess.run([str(BIN / 'ansible-galaxy'), 'collection', 'install', '--no-deps', '-p', str(installed), str(tarball)],
+                   check=True, capture_output=True, text=True, timeout=120,
+                   env=dict(os.environ, ANSIBLE_NOCOLOR='1', ANSIBLE_COLLECTIONS_PATH=str(installed)))
+    assert (installed / 'ansible_collections' / 'gpuops' / 'gpu_operator' / 'MANIFEST.json').is_file()
+    result = subprocess.run([str(BIN / 'ansible-builder'), 'introspect', str(installed)], capture_output=True, text=True, timeout=120,
+                            check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = yaml.safe_load(result.stdout.split('---', 1)[1])
+    python = {Requirement(line.split('#', 1)[0]): line for line in found['python']}
+    assert all(line.endswith('# from collection gpuops.gpu_operator') for line in python.values()), python
+    tested = pins((REPO / 'requirements.txt').read_text())
+    assert {req.name for req in python} == {'kubernetes', 'tomlkit'}
+    for req in python:
+        assert req.specifier.contains(tested[req.name]), f'{req} does not admit {req.name} {tested[req.name]}, which the tests run'
+    # tomlkit runs on the nodes too: the oldest there is Debian bookworm's python3-tomlkit, on the lab's bookworm nodes.
+    assert next(req for req in python if req.name == 'tomlkit').specifier.contains('0.11.7')
+    # The node plays reach the nodes over SSH: the EE needs the OpenSSH client, named as each package family names it.
+    system = sorted(line.split('#', 1)[0].strip() for line in found['system'])
+    assert system == ['openssh-client [platform:dpkg]', 'openssh-clients [platform:rpm]']
