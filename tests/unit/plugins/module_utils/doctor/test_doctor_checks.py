@@ -308,7 +308,7 @@ def test_on_a_distribution_s_node_the_fix_restarts_the_distribution():
 def test_without_systemd_the_findings_name_the_process_and_no_systemctl():
     """Where systemd is not PID 1 nothing can be fixed with systemctl: the runtime is restarted or started by whoever runs it."""
     reloaded = checks.runtime_findings(runtime(systemd=False, process='containerd process 6',
-                                                config_files={'/etc/containerd/config.toml': 2500.0}))[0]
+                                               config_files={'/etc/containerd/config.toml': 2500.0}))[0]
     assert reloaded['summary'].startswith('/etc/containerd/config.toml changed after containerd process 6 started')
     assert reloaded['evidence'] == ['/etc/containerd/config.toml modified 1970-01-01T00:41:40Z', 'containerd process 6 running since 1970-01-01T00:33:20Z']
     assert reloaded['fix'] == 'restart containerd the way this node runs it (systemd is not PID 1 on this node)'
@@ -316,7 +316,8 @@ def test_without_systemd_the_findings_name_the_process_and_no_systemctl():
                                              source='/etc/docker/daemon.json', loaded={'runc': 'runc'}))[0]
     assert docker['fix'] == 'restart docker the way this node runs it (systemd is not PID 1 on this node)'
     stopped = checks.runtime_findings(runtime(systemd=False, active_state='inactive', active_since=None))[0]
-    assert (stopped['summary'], stopped['evidence']) == ('containerd is not running', ['no containerd process (systemd is not PID 1 on this node: no unit to ask)'])
+    assert (stopped['summary'], stopped['evidence']) == (
+        'containerd is not running', ['no containerd process (systemd is not PID 1 on this node: no unit to ask)'])
     assert 'systemctl' not in stopped['fix'] + reloaded['fix'] + docker['fix']
 
 
