@@ -1,9 +1,16 @@
-"""Shared helpers of the cluster tests: raw API calls and throw-away names."""
+"""Shared helpers of the cluster tests: raw API calls, throw-away names, a fresh API."""
+import dataclasses
 import json
 import sys
 import uuid
 from pathlib import Path
 from typing import Any
+
+import kubernetes
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from tests.standin.runner import BackgroundStandin, write_kubeconfig
 
 # Subprocesses (python -m tests.standin, ansible-playbook) run from the repository root.
 REPO = Path(__file__).resolve().parents[2]
@@ -72,3 +79,27 @@ def nvidia_smi_simulator(path: Path, fixture: Path) -> str:
     path.write_text(f'#!/bin/sh\nGPUOPS_LAB_GPU_FIXTURE={fixture} exec {sys.executable} {GPUS / "gpuops-lab-nvidia-smi"} "$@"\n')
     path.chmod(0o755)
     return str(path)
+
+
+@pytest.fixture(name='fresh')
+def fixture_fresh(kube_api, tmp_path):
+    """(the API, an operator namespace that does not exist): on the stand-in one of its own, fresh (no namespace, no
+    ClusterPolicy CRD, one Node `vm`); with KUBECONFIG, that cluster."""
+    namespace = unique('gpuops-first')
+    if kube_api.standin is not None:
+        server = BackgroundStandin(nodes=['vm'])
+        kubeconfig = str(tmp_path / 'kubeconfig')
+        write_kubeconfig(kubeconfig, server.start())
+        client = kubernetes.config.new_client_from_config(config_file=kubeconfig)
+        try:
+            yield dataclasses.replace(kube_api, kubeconfig=kubeconfig, api_client=client, standin=server.api), namespace
+        finally:
+            client.close()
+            server.stop()
+        return
+    yield kube_api, namespace
+    try:
+        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
+    except ApiException as exc:
+        if exc.status != 404:
+            raise

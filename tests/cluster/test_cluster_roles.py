@@ -9,7 +9,7 @@ import kubernetes
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from tests.cluster.helpers import REPO, delete_namespace, unique
+from tests.cluster.helpers import REPO, delete_namespace, fixture_fresh, unique  # noqa: F401 pylint: disable=unused-import
 
 # DaemonSet: (deploy label it selects on, its ServiceAccount), as the GPU Operator names them.
 DAEMONSETS = {'nvidia-device-plugin-daemonset': ('device-plugin', 'nvidia-device-plugin'),
@@ -20,7 +20,7 @@ POLICY_CRD = 'clusterpolicies.nvidia.com'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 
 
-def run_roles(kube_api, tmp_path, roles, variables, plays=False):
+def run_roles(kube_api, tmp_path, roles, variables, plays=False, args=()):
     """Run `roles` on localhost with `variables`; returns (returncode, changed count or None, output).
 
     A role is its short name, or a dict {role: short name, <role parameter>: value} (a role listed twice with
@@ -36,7 +36,7 @@ def run_roles(kube_api, tmp_path, roles, variables, plays=False):
     env.setdefault('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections'))
     env.update(ANSIBLE_LOCALHOST_WARNING='false', ANSIBLE_INVENTORY_UNPARSED_WARNING='false', ANSIBLE_NOCOLOR='1')
     ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
-    result = subprocess.run([ansible, '-i', 'localhost,', '-c', 'local', str(playbook), '-e', f'@{extra}'],
+    result = subprocess.run([ansible, '-i', 'localhost,', '-c', 'local', str(playbook), '-e', f'@{extra}', *args],
                             env=env, capture_output=True, text=True, timeout=300, check=False, cwd=REPO)
     recap = re.search(r'localhost\s*:\s*ok=\d+\s+changed=(\d+)', result.stdout)
     return result.returncode, int(recap.group(1)) if recap else None, result.stdout + result.stderr
@@ -159,6 +159,17 @@ def test_disabling_removes_and_absent_uninstalls(kube_api, tmp_path, namespace):
     with pytest.raises(ApiException) as caught:
         kubernetes.client.CustomObjectsApi(kube_api.api_client).get_cluster_custom_object('nvidia.com', 'v1', 'clusterpolicies', 'cluster-policy')
     assert caught.value.status == 404
+
+
+@pytest.mark.parametrize('check', [['--check'], []], ids=['check', 'run'])
+def test_uninstall_where_the_api_has_no_cluster_policy_kind(fresh, tmp_path, check):
+    """Uninstalling from a cluster where the kind ClusterPolicy is unknown (never installed, or uninstalled already):
+    there is nothing of ours to remove, and nothing fails (on the stand-in of the other tests a deleted CRD's kind
+    stays known, so this one runs on a stand-in of its own)."""
+    api, namespace = fresh
+    code, changed, out = run_roles(api, tmp_path, ['gpu_cluster_operands', 'gpu_cluster_base'],
+                                   variables(namespace, gpu_cluster_operands_state='absent', gpu_cluster_base_state='absent'), args=check)
+    assert code == 0 and changed == 0, out
 
 
 def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):

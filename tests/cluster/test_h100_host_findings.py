@@ -8,7 +8,6 @@ called a node unreachable when one of its check tasks had failed. On the stand-i
 in a namespace nobody uses. The GPU node is this machine, reached locally; the tests make its stages stop before they
 change anything on it.
 """
-import dataclasses
 import json
 import os
 import re
@@ -20,34 +19,10 @@ import pytest
 import yaml
 from kubernetes.client.exceptions import ApiException
 
-from tests.cluster.helpers import GPUS, REPO, delete_node, nvidia_smi_simulator, register_node, unique
+from tests.cluster.helpers import GPUS, REPO, delete_node, fixture_fresh, nvidia_smi_simulator, register_node, unique  # noqa: F401 pylint: disable=unused-import
 from tests.cluster.test_cluster_roles import leftovers
-from tests.standin.runner import BackgroundStandin, write_kubeconfig
 
 POLICY_CRD = 'clusterpolicies.nvidia.com'
-
-
-@pytest.fixture(name='fresh')
-def fixture_fresh(kube_api, tmp_path):
-    """(the API, an operator namespace that does not exist)."""
-    namespace = unique('gpuops-first')
-    if kube_api.standin is not None:
-        server = BackgroundStandin(nodes=['vm'])
-        kubeconfig = str(tmp_path / 'kubeconfig')
-        write_kubeconfig(kubeconfig, server.start())
-        client = kubernetes.config.new_client_from_config(config_file=kubeconfig)
-        try:
-            yield dataclasses.replace(kube_api, kubeconfig=kubeconfig, api_client=client, standin=server.api), namespace
-        finally:
-            client.close()
-            server.stop()
-        return
-    yield kube_api, namespace
-    try:
-        kubernetes.client.CoreV1Api(kube_api.api_client).delete_namespace(namespace)
-    except ApiException as exc:
-        if exc.status != 404:
-            raise
 
 
 def write_inventory(tmp_path, namespace, gpu_nodes=None):

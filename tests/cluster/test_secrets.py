@@ -37,7 +37,6 @@ import sys
 import time
 import uuid
 
-import kubernetes
 import pytest
 import yaml
 
@@ -51,14 +50,6 @@ NODE_MODULES = 'node_modules.yml'
 # (name, options, playbooks): see the docstring for the modes.
 RUNS = [('check', ['--check', '--diff', '-v'], ['site.yml', NODE_MODULES, 'uninstall.yml']),
         ('run', ['--diff', '-vvv'], ['site.yml', 'upgrade.yml', 'doctor.yml', NODE_MODULES, 'uninstall.yml'])]
-# NVIDIA's ClusterPolicy CRD (not labelled managed-by gpuops.gpu_operator, so kept): uninstall.yml fails today on a
-# cluster that does not know the kind ClusterPolicy at all, which is not what this test is about.
-NVIDIA_CRD = {'apiVersion': 'apiextensions.k8s.io/v1', 'kind': 'CustomResourceDefinition',
-              'metadata': {'name': 'clusterpolicies.nvidia.com', 'labels': {'app.kubernetes.io/name': 'gpu-operator'}},
-              'spec': {'group': 'nvidia.com', 'scope': 'Cluster',
-                       'names': {'kind': 'ClusterPolicy', 'plural': 'clusterpolicies', 'singular': 'clusterpolicy', 'listKind': 'ClusterPolicyList'},
-                       'versions': [{'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
-                                     'schema': {'openAPIV3Schema': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}}
 # `containerd --version` of the bookworm lab image (tests/lab/images/recipe.toml), for containerd_nvidia_runtime.
 CONTAINERD_VERSION = 'containerd github.com/containerd/containerd 1.6.20~ds1 1.6.20~ds1-1+deb12u3'
 NODE_MODULES_PLAY = """
@@ -168,12 +159,7 @@ def fixture_runs(tmp_path_factory):
         top = tmp_path_factory.mktemp('secrets')
         kubeconfig = top / 'standin-kubeconfig'
         write_kubeconfig(str(kubeconfig), url)
-        api = kubernetes.config.new_client_from_config(config_file=str(kubeconfig))
-        try:
-            kubernetes.client.ApiextensionsV1Api(api).create_custom_resource_definition(NVIDIA_CRD)
-            yield _run_all(top, Secrets(), url, kubeconfig, server.api)
-        finally:
-            api.close()
+        yield _run_all(top, Secrets(), url, kubeconfig, server.api)
     finally:
         server.stop()
 
