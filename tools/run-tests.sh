@@ -7,10 +7,12 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 build=$repo/.build
-# a+b,c: gate a runs beside gates b then c, their logs follow one another. pytest, the
-# longest, runs beside all the others but the demo (molecule and the lab tests mostly
-# wait on containers and the package mirror).
-all_gates=(changelog 'pytest+lint,sanity,importer,molecule,lab' demo)
+# a+b,c: gate a runs beside gates b then c, their logs follow one another. Three lanes on
+# CI's two cores: pytest (CPU); lint, sanity, importer, then molecule; the lab tests, then
+# the demo. Molecule, the lab tests and the demo mostly wait on containers booting and on
+# the package mirror, so their lanes overlap those waits. Their lab nodes have names of
+# their own (scenario, test or demo prefixes), so they can run side by side.
+all_gates=(changelog 'pytest+lint,sanity,importer,molecule+lab,demo')
 # The tests that start lab nodes: gate lab, not gate pytest.
 lab_tests=(tests/slicing tests/drift tests/eda tests/lab)
 read -r -a gates <<<"${GATES:-${all_gates[*]}}"
