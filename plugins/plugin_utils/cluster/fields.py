@@ -30,7 +30,7 @@ STATUSES = (HONOURED, NOT_APPLICABLE, REFUSED)
 
 # The sections with refused fields whose `enabled` decides whether they matter, and the Operator's default for a section
 # given without it (api/nvidia/v1/clusterpolicy_types.go, IsEnabled).
-SWITCHES = {'driver': True, 'driver.rdma': False, 'toolkit': True, 'gds': False, 'gdrcopy': False, 'sandboxWorkloads': False}
+SWITCHES = {'driver': True, 'toolkit': True}
 
 # --- honoured: how ------------------------------------------------------------------------------
 H_ENABLED = 'deploys the operand, or removes what this collection deployed of it'
@@ -86,6 +86,7 @@ N_KATA_MANAGER = 'deprecated: the Operator v26.7.0 never deploys the Kata manage
 N_DCGM = 'the standalone DCGM hostengine is not deployed: the DCGM exporter runs its embedded one (deviation: dcgm-embedded)'
 N_DCGM_HOST_PORT = 'deprecated in the Operator; the standalone DCGM hostengine is not deployed (deviation: dcgm-embedded)'
 N_GDS_ONLY = 'used only with `gds.enabled`, which is refused here'
+N_RDMA_ONLY = 'used only with `driver.rdma.enabled`, which is refused here'
 N_GDRCOPY_ONLY = 'used only with `gdrcopy.enabled`, which is refused here'
 N_DRIVER_ENABLED = 'the driver is installed or validated on the host by role nvidia_driver, as `nvidia_driver_enabled` says; the ClusterPolicy here says false (deviation: toolkit-on-host)'
 N_DRIVER_CONTAINER = "the driver container's: the driver is installed on the host by role nvidia_driver (deviation: toolkit-on-host)"
@@ -249,7 +250,7 @@ FIELDS = {
     'driver.manager.repository': ('string', NOT_APPLICABLE, N_DRIVER_MANAGER),
     'driver.manager.version': ('string', NOT_APPLICABLE, N_DRIVER_MANAGER),
     'driver.rdma.enabled': ('boolean', REFUSED, R_RDMA),
-    'driver.rdma.useHostMofed': ('boolean', REFUSED, R_RDMA),
+    'driver.rdma.useHostMofed': ('boolean', NOT_APPLICABLE, N_RDMA_ONLY),
     'driver.readinessProbe.failureThreshold': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.readinessProbe.initialDelaySeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.readinessProbe.periodSeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
@@ -277,7 +278,7 @@ FIELDS = {
     'driver.upgradePolicy.podDeletion.force': ('boolean', REFUSED, R_UPGRADE_POLICY),
     'driver.upgradePolicy.podDeletion.timeoutSeconds': ('integer', REFUSED, R_UPGRADE_POLICY, (300,)),
     'driver.upgradePolicy.waitForCompletion.podSelector': ('string', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.waitForCompletion.timeoutSeconds': ('integer', REFUSED, R_UPGRADE_POLICY),
+    'driver.upgradePolicy.waitForCompletion.timeoutSeconds': ('integer', REFUSED, R_UPGRADE_POLICY, (0,)),
     'driver.useNvidiaDriverCRD': ('boolean', REFUSED, R_DRIVER_CRD),
     'driver.useOpenKernelModules': ('boolean', NOT_APPLICABLE, N_OPEN_KERNEL_MODULES),
     'driver.usePrecompiled': ('boolean', REFUSED, R_DRIVER_ROLE),
@@ -509,4 +510,15 @@ FIELDS = {
 CHART_FIELDS = {}
 
 # Fields of the chart's values that the ClusterPolicy sections here take as well (their ConfigMaps): honoured.
-SPEC_EXTRAS = {}
+H_CONFIG_CREATE = 'create the ConfigMap the section names, as the chart does (true with data, false without)'
+H_PLUGIN_CONFIG_DATA = 'the device plugin configs of the ConfigMap, one per key (a mapping or YAML text), checked as device plugin v0.20.0 checks them'
+H_METRICS_CONFIG_DATA = 'the CSV of the metrics, the ConfigMap\'s `dcgm-metrics.csv`'
+H_MIG_CONFIG_DATA = 'the ConfigMap\'s `config.yaml`: the MIG layouts, checked before anything is applied'
+SPEC_EXTRAS = {
+    'dcgmExporter.config.create': ('boolean', HONOURED, H_CONFIG_CREATE),
+    'dcgmExporter.config.data': ('string', HONOURED, H_METRICS_CONFIG_DATA),
+    'devicePlugin.config.create': ('boolean', HONOURED, H_CONFIG_CREATE),
+    'devicePlugin.config.data': ('object', HONOURED, H_PLUGIN_CONFIG_DATA),
+    'migManager.config.create': ('boolean', HONOURED, H_CONFIG_CREATE),
+    'migManager.config.data': ('object', HONOURED, H_MIG_CONFIG_DATA),
+}

@@ -32,12 +32,16 @@ OPERANDS = (
 
 def resolution(spec=None, registry='', nodes=None):
     """The ClusterPolicy of a run, resolved once: {'spec': the full ClusterPolicy spec (policy.resolve), 'cdi_hook_path':
-    where nvidia-cdi-hook is on the GPU nodes, '' without CDI}.
+    where nvidia-cdi-hook is on the GPU nodes, '' without CDI, 'kept': the fields given that this collection does not act on
+    (the CR holds them as given), 'notes': what of the given ClusterPolicy was left out}.
 
-    `registry` mirrors the default images; `nodes` are the GPU nodes' container toolkit settings.
+    `spec`: a ClusterPolicy spec or the whole object (policy.accept); `registry` mirrors the default images; `nodes` are
+    the GPU nodes' container toolkit settings.
     """
-    resolved = policy.resolve(spec, registry, nodes, OPERANDS)
-    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else ''}
+    accepted = policy.accept(spec)
+    resolved = policy.resolve(accepted['honoured'], registry, nodes, OPERANDS)
+    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else '',
+            'kept': accepted['kept'], 'notes': accepted['notes']}
 
 
 def context(resolved, namespace, service_monitor_crd=False):
@@ -65,4 +69,4 @@ def render(resolved, namespace, stage='operands', service_monitor_crd=False):
 
 def cluster_policy(resolved):
     """The ClusterPolicy CR of the resolution."""
-    return policy.cluster_policy(resolved['spec'], OPERANDS)
+    return policy.cluster_policy(resolved['spec'], OPERANDS, resolved.get('kept'))

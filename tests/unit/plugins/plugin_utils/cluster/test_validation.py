@@ -18,6 +18,8 @@ facts are held against what the API holds after the roles ran in tests/cluster/p
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 import kubernetes_validate
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -174,18 +176,18 @@ def test_runtime_class_is_the_operands():
 
 
 @pytest.mark.parametrize('validator, message', [
-    ({'tag': 'x'}, 'validator.tag is not honoured by this collection'),
+    ({'tag': 'x'}, 'validator.tag is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
     ({'imagePullSecrets': 'pull'}, "validator.imagePullSecrets must be a list of strings, not 'pull'"),
     ({'version': ''}, 'validator.version must be a non-empty string'),
-    ({'env': [{'name': 'A', 'value': 'b'}]}, 'validator.env is not honoured by this collection'),
+    ({'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}}, "validator.plugin.env[0].name is 'WITH_WORKLOAD': the validation init"),
 ])
 def test_bad_image_settings(validator, message):
-    with pytest.raises(GpuOpsError, match=message.replace('(', r'\(').replace(')', r'\)')):
+    with pytest.raises(GpuOpsError, match=re.escape(message)):
         rendered(policy={'validator': validator})
 
 
 def test_filters_report_setting_errors():
-    with pytest.raises(AnsibleFilterError, match="gpuops.gpu_operator: nonsense is not honoured by this collection"):
+    with pytest.raises(AnsibleFilterError, match="gpuops.gpu_operator: nonsense is not a field of the ClusterPolicy CRD"):
         ManifestFilters().filters()['resolve_cluster_policy']({'nonsense': {}})
 
 
