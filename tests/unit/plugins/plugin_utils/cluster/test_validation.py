@@ -175,6 +175,17 @@ def test_runtime_class_is_the_operands():
         rendered(nodes=[nodes[0], {'host': 'b'}])
 
 
+def test_validator_env_args_and_host_network_reach_its_main_container_only():
+    """As TransformValidatorShared: validator.env is set in the main container, validator.args replace its args,
+    validator.hostNetwork makes the Pod use the host's network; the component init containers keep their own env."""
+    default = the_daemonset(rendered())['spec']['template']['spec']
+    pod = the_daemonset(rendered(policy={'validator': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}], 'args': ['sleep infinity'],
+                                                       'hostNetwork': True}}))['spec']['template']['spec']
+    assert env_of(pod['containers'][0]) == [('WITH_WORKLOAD', 'false')] and pod['containers'][0]['args'] == ['sleep infinity']
+    assert (pod['hostNetwork'], pod['dnsPolicy']) == (True, 'ClusterFirstWithHostNet')
+    assert pod['initContainers'] == default['initContainers'] and 'env' not in default['containers'][0]
+
+
 @pytest.mark.parametrize('validator, message', [
     ({'tag': 'x'}, 'validator.tag is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
     ({'imagePullSecrets': 'pull'}, "validator.imagePullSecrets must be a list of strings, not 'pull'"),
