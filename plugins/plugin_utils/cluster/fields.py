@@ -44,7 +44,8 @@ H_ARGS = "merged by flag name into its program's args (deviation: args)"
 H_ENV = "merged by name into its container's env, as the Operator merges it"
 H_HOST_NETWORK = 'hostNetwork, with dnsPolicy ClusterFirstWithHostNet'
 H_RUNTIME_CLASS = "the runtimeClassName of the operands and the RuntimeClass; must agree with the GPU nodes' `container_toolkit_runtime_name`"
-H_CDI = "CDI in the device plugin and MIG manager, the nvidia-cdi and nvidia-legacy RuntimeClasses; must agree with the GPU nodes' `container_toolkit_cdi_enabled` (deviation: cdi-default)"
+H_CDI = ("CDI in the device plugin and MIG manager, the nvidia-cdi and nvidia-legacy RuntimeClasses; must agree with the GPU nodes' "
+         '`container_toolkit_cdi_enabled` (deviation: cdi-default)')
 H_MIG_STRATEGY = 'MIG_STRATEGY of the operands, the validator and the node labels'
 H_DS_LABELS = 'labels of every DaemonSet and its Pods (not `app.kubernetes.io/managed-by`: see deviation: rollout)'
 H_DS_ANNOTATIONS = 'annotations of every DaemonSet and its Pods'
@@ -88,12 +89,14 @@ N_DCGM_HOST_PORT = 'deprecated in the Operator; the standalone DCGM hostengine i
 N_GDS_ONLY = 'used only with `gds.enabled`, which is refused here'
 N_RDMA_ONLY = 'used only with `driver.rdma.enabled`, which is refused here'
 N_GDRCOPY_ONLY = 'used only with `gdrcopy.enabled`, which is refused here'
-N_DRIVER_ENABLED = 'the driver is installed or validated on the host by role nvidia_driver, as `nvidia_driver_enabled` says; the ClusterPolicy here says false (deviation: toolkit-on-host)'
+N_DRIVER_ENABLED = ('the driver is installed or validated on the host by role nvidia_driver, as `nvidia_driver_enabled` says; '
+                    'the ClusterPolicy here says false (deviation: toolkit-on-host)')
 N_DRIVER_CONTAINER = "the driver container's: the driver is installed on the host by role nvidia_driver (deviation: toolkit-on-host)"
 N_DRIVER_MANAGER = "the k8s-driver-manager init container of the driver container's Pod: no driver container runs here (deviation: toolkit-on-host)"
 N_DEPRECATED_LICENSING = 'deprecated in the Operator for `driver.licensingConfig.secretName`'
 N_OPEN_KERNEL_MODULES = 'deprecated, without effect in the Operator: `driver.kernelModuleType` says it'
-N_TOOLKIT_ENABLED = 'the container toolkit is set up on the host by role container_toolkit, as `container_toolkit_enabled` says; the ClusterPolicy here says false (deviation: toolkit-on-host)'
+N_TOOLKIT_ENABLED = ('the container toolkit is set up on the host by role container_toolkit, as `container_toolkit_enabled` says; '
+                     'the ClusterPolicy here says false (deviation: toolkit-on-host)')
 N_TOOLKIT_CONTAINER = "the toolkit container's: the container toolkit is set up on the host by role container_toolkit (deviation: toolkit-on-host)"
 
 # --- refused: why -------------------------------------------------------------------------------
@@ -506,8 +509,45 @@ FIELDS = {
     'vgpuManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
 }
 
-# The Helm chart's values that are not ClusterPolicy fields, by values path (a row covers what is under it).
-CHART_FIELDS = {}
+# The Helm chart's values that are not ClusterPolicy fields (its templates/clusterpolicy.yaml does not write them), by values
+# path, a row covers what is under it: (status, why). The chart's config `create` and `data` are SPEC_EXTRAS, below.
+C_OPERATOR = "the Operator's Deployment and the chart's CRD jobs: no Operator runs here (deviation: no-reconciler)"
+C_NFD = ("NFD, the chart's subchart: handed on in `gpu_operator_policy_resolved.chart`; this collection deploys no NFD yet, "
+         "`gpu_node_labels_nfd_enabled` says whether yours runs")
+C_DRIVER_CRD = 'the NVIDIADriver custom resource of `driver.nvidiaDriverCRD.enabled`, which is refused (as `driver.useNvidiaDriverCRD`)'
+CHART_FIELDS = {
+    'clusterPolicy.deployCR': (REFUSED, 'when false: the chart would deploy no ClusterPolicy, and this collection deploys what one says'),
+    'devicePlugin.mps.root': (NOT_APPLICABLE, 'the chart does not write it into the ClusterPolicy (the Operator uses /run/nvidia/mps); '
+                                              'set `gpu_operator_policy.devicePlugin.mps.root`'),
+    'draDriver': (NOT_APPLICABLE, 'the DRA driver of `gpuCluster.deployCR`, which is refused'),
+    'driver.nvidiaDriverCRD.deployDefaultCR': (NOT_APPLICABLE, C_DRIVER_CRD),
+    'driver.nvidiaDriverCRD.driverType': (NOT_APPLICABLE, C_DRIVER_CRD),
+    'driver.nvidiaDriverCRD.nodeSelector': (NOT_APPLICABLE, C_DRIVER_CRD),
+    'extraObjects': (REFUSED, 'when not empty: apply your own objects with kubernetes.core.k8s in your playbook'),
+    'gpuCluster.deployCR': (REFUSED, 'when true: the GPUCluster (DRA driver) stack is not deployed by this collection'),
+    'nfd.enabled': (NOT_APPLICABLE, C_NFD),
+    'nfd.nodefeaturerules': (NOT_APPLICABLE, C_NFD),
+    'node-feature-discovery': (NOT_APPLICABLE, C_NFD),
+    'operator.affinity': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.annotations': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.cleanupCRD': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.defaultGPUMode': (NOT_APPLICABLE, 'written by the chart, but no field of the v26.7.0 CRD: the API server drops it'),
+    'operator.defaultRuntime': (NOT_APPLICABLE, "not read by the chart of v26.7.0; each node's runtime is detected (`container_toolkit_runtime: auto`)"),
+    'operator.env': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.image': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.imagePullPolicy': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.imagePullSecrets': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.labels': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.logging': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.nodeSelector': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.priorityClassName': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.repository': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.resources': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.tolerations': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.upgradeCRD': (NOT_APPLICABLE, C_OPERATOR),
+    'operator.version': (NOT_APPLICABLE, C_OPERATOR),
+    'platform.openshift': (REFUSED, 'when true: OpenShift is not a target (deviation: openshift)'),
+}
 
 # Fields of the chart's values that the ClusterPolicy sections here take as well (their ConfigMaps): honoured.
 H_CONFIG_CREATE = 'create the ConfigMap the section names, as the chart does (true with data, false without)'

@@ -262,11 +262,12 @@ def _split(value, path):
     return honoured if honoured or not value else None, rest if rest or not value else None
 
 
-def accept(given):
-    """A ClusterPolicy (its spec, or the whole object) sorted by fields.py: {'honoured': the fields this collection acts on,
-    'kept': the others, as given (the CR holds them), 'notes': what was left out}. Refuses (PolicyError) a field that is
-    not the CRD's, of another type, or refused and set."""
+def accept(given, base=None):
+    """A ClusterPolicy (its spec, or the whole object), laid over `base` (a spec: the chart's values', helm_values.py), sorted
+    by fields.py: {'honoured': the fields this collection acts on, 'kept': the others, as given (the CR holds them), 'notes':
+    what was left out}. Refuses (PolicyError) a field that is not the CRD's, of another type, or refused and set."""
     spec, notes = spec_of(given)
+    spec = _without_nulls(merge(base, spec)) if base else spec
     for path, where, value in _leaves(spec, '', '', []):
         _check_row(spec, path, where, value)
     honoured, kept = _split(spec, '')
