@@ -510,7 +510,9 @@ def _config(values, name_way, default_way):
 
 def cluster_policy_spec(values):
     """The spec of the ClusterPolicy templates/clusterpolicy.yaml renders with these (coalesced) values."""
-    get = lambda key: values.get(key) or {}  # noqa: E731  # pylint: disable=unnecessary-lambda-assignment
+    def get(key):
+        return values.get(key) or {}
+
     host_paths = get('hostPaths')
     spec = {'hostPaths': {'rootFS': _plain(host_paths.get('rootFS')), 'driverInstallDir': _plain(host_paths.get('driverInstallDir'))}}
     _write(spec['hostPaths'], 'kubeletRootDir', host_paths.get('kubeletRootDir'), 'if')
