@@ -101,7 +101,7 @@ N_TOOLKIT_CONTAINER = "the toolkit container's: the container toolkit is set up 
 
 # --- refused: why -------------------------------------------------------------------------------
 R_NRI = "the NRI plugin: the container toolkit here registers a runtime class; CDI through NRI is not set up"
-R_HOST_PATHS = "operands that mount another host root or driver root are not rendered here: the driver is the host's, under /"
+R_HOST_PATHS = "the operands here mount the host's root at / and the driver the node's stages installed there; another root is not rendered"
 R_KUBELET_ROOT = "the device plugin and DCGM exporter mount the kubelet's directories at /var/lib/kubelet"
 R_SANDBOX = 'sandbox and VM workloads (VFIO, vGPU, KubeVirt, Kata) are not deployed by this collection'
 R_GDS = "the GPUDirect Storage driver container (nvidia-fs) is not deployed: load nvidia-fs on the host, the device plugin then uses it"
