@@ -46,7 +46,8 @@ TARGETS = {
     'module_utils/driver/plan.py': ['module_utils/driver/test_driver_plan.py'],
     'module_utils/driver/packages.py': ['module_utils/driver/test_driver_packages.py'],
     'plugin_utils/cluster/prerequisites.py': ['plugin_utils/cluster/test_cluster_manifests.py'],
-    'plugin_utils/cluster/policy.py': ['plugin_utils/cluster/test_cluster_manifests.py'],
+    'plugin_utils/cluster/policy.py': ['plugin_utils/cluster/test_cluster_manifests.py', 'plugin_utils/cluster/test_fields.py'],
+    'plugin_utils/cluster/helm_values.py': ['plugin_utils/cluster/test_helm_values.py'],
     'plugin_utils/cluster/images.py': ['plugin_utils/cluster/test_images.py'],
 }
 # mutmut's exit codes (mutmut/stats.py), grouped as the report counts them.

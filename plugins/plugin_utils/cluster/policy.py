@@ -5,12 +5,13 @@
 
 """ClusterPolicy settings: the GPU Operator release this collection tracks, its defaults, and the fields honoured.
 
-Everything the cluster side renders starts here. `resolve()` checks a ClusterPolicy-style spec field
-by field against the schema (the sections every operand shares here, and each operand's own section,
-registry.py; a field this collection does not honour is refused by name, never dropped), overlays it
-on the defaults of OPERATOR_RELEASE, points the default images at a mirror, and settles what the GPU
-nodes decide (the runtime class name, CDI) from the container toolkit settings of those nodes. Env and
-args lists merge by name, as the Operator merges env.
+Everything the cluster side renders starts here. `accept()` takes a whole ClusterPolicy or its spec as the Operator's
+CRD defines it and sorts every field by its row in fields.py: the honoured ones go on, the ones not applicable here are
+kept for the CR only, and a refused one stops the run by name with its reason (never one at its default, empty, false,
+or in a section that is off). `resolve()` checks the honoured fields against the schema (the sections every operand
+shares here, and each operand's own section, registry.py), overlays them on the defaults of OPERATOR_RELEASE, points
+the default images at a mirror, and settles what the GPU nodes decide (the runtime class name, CDI) from the container
+toolkit settings of those nodes. Env and args lists merge by name, as the Operator merges env.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,8 +22,8 @@ import re
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import MANAGED_BY, meta
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import fields, images
 
 # The GPU Operator release whose defaults (deployments/gpu-operator/values.yaml) and operand layouts
 # (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this, the operands' images
@@ -49,7 +50,7 @@ def common_defaults():
             'updateStrategy': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': '1'}, 'podSecurityContext': {},
         },
         'mig': {'strategy': 'single'},
-        'cdi': {'enabled': None, 'default': False},  # None: the GPU nodes' container_toolkit_cdi_enabled
+        'cdi': {'enabled': None},  # None: the GPU nodes' container_toolkit_cdi_enabled
     }
 
 
@@ -67,7 +68,7 @@ COMMON_SCHEMA = {
     'daemonsets': {'labels': 'strmap', 'annotations': 'strmap', 'priorityClassName': 'str', 'tolerations': 'dictlist',
                    'updateStrategy': 'str', 'rollingUpdate': {'maxUnavailable': 'scalar'}, 'podSecurityContext': 'dict'},
     'mig': {'strategy': 'str'},
-    'cdi': {'enabled': 'bool', 'default': 'bool'},
+    'cdi': {'enabled': 'bool'},
 }
 
 
@@ -76,11 +77,6 @@ def schema(operands):
     return dict(COMMON_SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image))
 
 
-# Sections the node-side roles do instead: only their "not deployed by the Operator" value is accepted.
-HOST_SECTIONS = {
-    'driver': 'the driver is installed on the host by the nvidia_driver role (nvidia_driver_* variables)',
-    'toolkit': 'the container toolkit is set up on the host by the container_toolkit role (container_toolkit_* variables)',
-}
 _TYPES = {
     'str': (str,), 'bool': (bool,), 'dict': (dict,), 'strmap': (dict,), 'strlist': (list,), 'dictlist': (list,), 'env': (list,),
     'resources': (dict,), 'scalar': (str, int),
@@ -116,22 +112,173 @@ def _check_value(where, kind, value):
                 raise PolicyError('%s.%s: resources take limits and requests, each a mapping of quantities' % (where, part))
 
 
-def _check_fields(spec, fields, where):
+def _check_fields(spec, known, where):
     if not isinstance(spec, dict):
         raise PolicyError('%s must be a mapping, not %r' % (where or 'the ClusterPolicy spec', spec))
     for key in sorted(spec):
         path = '%s.%s' % (where, key) if where else key
-        if key not in fields:
-            if not where and key in HOST_SECTIONS:
-                if spec[key] == {'enabled': False}:
-                    continue
-                raise PolicyError('%s: %s; only {enabled: false} is accepted here' % (path, HOST_SECTIONS[key]))
+        if key not in known:
             raise PolicyError('%s is not honoured by this collection (it honours %s); see %s' % (path, ', '.join(
-                '%s.%s' % (where, name) if where else name for name in sorted(fields)), DOCS))
-        if isinstance(fields[key], dict):
-            _check_fields(spec[key], fields[key], path)
+                '%s.%s' % (where, name) if where else name for name in sorted(known)), DOCS))
+        if isinstance(known[key], dict):
+            _check_fields(spec[key], known[key], path)
         else:
-            _check_value(path, fields[key], spec[key])
+            _check_value(path, known[key], spec[key])
+
+
+# --- accepting a ClusterPolicy as the Operator's CRD has it -------------------------------------
+
+OBJECT_KEYS = ('apiVersion', 'kind', 'metadata', 'spec', 'status')
+_CRD = 'the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator %s' % OPERATOR_RELEASE
+# The CRD's types, as Python's (a bool is no integer there).
+_CRD_TYPES = {'string': (str,), 'boolean': (bool,), 'integer': (int,), 'array': (list,), 'object': (dict,), 'int-or-string': (int, str)}
+
+
+def _shape(rows):
+    """{path: 'leaf' | 'object' | 'list'} of every path the rows name (a list's items are the path with `[]`; '' is the spec)."""
+    found = {'': 'object'}
+    for path in rows:
+        parts = path.split('.')
+        for end in range(1, len(parts)):
+            prefix = '.'.join(parts[:end])
+            if prefix.endswith('[]'):
+                found[prefix[:-2]] = 'list'
+            found.setdefault(prefix, 'object')
+        found[path] = 'leaf'
+    return found
+
+
+ROWS = dict(fields.FIELDS, **fields.SPEC_EXTRAS)
+SHAPE = _shape(ROWS)
+
+
+def _statuses():
+    """{path: the statuses of the rows at and under it}."""
+    found = {'': set(row[1] for row in ROWS.values())}
+    for path, row in ROWS.items():
+        parts = path.split('.')
+        for end in range(1, len(parts) + 1):
+            prefix = '.'.join(parts[:end])
+            found.setdefault(prefix[:-2] if prefix.endswith('[]') else prefix, set()).add(row[1])
+    return found
+
+
+STATUSES = _statuses()
+
+
+def _without_nulls(value):
+    """A null is a field left out, as the Operator reads it (validator.plugin: in its sample)."""
+    if isinstance(value, dict):
+        return dict((key, _without_nulls(item)) for key, item in value.items() if item is not None)
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return value
+
+
+def spec_of(given):
+    """(the ClusterPolicy spec, notes): `given` is a spec, or a whole ClusterPolicy as `kubectl get clusterpolicy -o yaml`
+    writes it, whose metadata and status are ignored."""
+    given = _without_nulls(given or {})
+    if not isinstance(given, dict):
+        raise PolicyError('the ClusterPolicy must be a mapping (its spec, or the whole object), not %r' % (given,))
+    if not set(given) & set(OBJECT_KEYS):
+        return given, []
+    if set(given) - set(OBJECT_KEYS):
+        raise PolicyError('a whole ClusterPolicy has only %s, not %s; or give its spec alone' % (
+            ', '.join(OBJECT_KEYS), ', '.join(sorted(set(given) - set(OBJECT_KEYS)))))
+    if given.get('kind', 'ClusterPolicy') != 'ClusterPolicy' or given.get('apiVersion', 'nvidia.com/v1') != 'nvidia.com/v1':
+        raise PolicyError('%s/%s is not a ClusterPolicy (nvidia.com/v1)' % (given.get('apiVersion'), given.get('kind')))
+    notes = []
+    if 'metadata' in given:
+        notes.append('metadata (name %s) is ignored: the ClusterPolicy here is %s, the name the chart gives it'
+                     % ((given['metadata'] or {}).get('name', '?'), POLICY_NAME))
+    if 'status' in given:
+        notes.append('status is ignored: the validation stage writes it')
+    return given.get('spec') or {}, notes
+
+
+def _leaves(value, path, where, found):
+    """The given fields as (row path, where it is, value), checked against the CRD's shape."""
+    shape = SHAPE.get(path)
+    if shape == 'leaf':
+        found.append((path, where, value))
+    elif shape is None:
+        raise PolicyError('%s is not a field of %s; see %s' % (where, _CRD, DOCS))
+    elif shape == 'list':
+        if not isinstance(value, list):
+            raise PolicyError('%s must be a list, not %r' % (where, value))
+        for index, item in enumerate(value):
+            _leaves(item, path + '[]', '%s[%d]' % (where, index), found)
+    else:
+        if not isinstance(value, dict):
+            raise PolicyError('%s must be a mapping, not %r' % (where or 'the ClusterPolicy spec', value))
+        for key in sorted(value):
+            _leaves(value[key], '%s.%s' % (path, key) if path else key, '%s.%s' % (where, key) if where else key, found)
+    return found
+
+
+def _section_off(spec, path):
+    """Whether a section above the field is off: its `enabled` false, or left out where the Operator's default is off."""
+    for section, default in fields.SWITCHES.items():
+        if path.startswith(section + '.') and path != section + '.enabled':
+            found = spec
+            for key in section.split('.'):
+                found = found.get(key) if isinstance(found, dict) else None
+            enabled = found.get('enabled', default) if isinstance(found, dict) else default
+            if enabled is False:
+                return True
+    return False
+
+
+def _check_row(spec, path, where, value):
+    row = ROWS[path]
+    if row[1] == fields.HONOURED:
+        return  # checked with its section's schema (resolve)
+    if not isinstance(value, _CRD_TYPES[row[0]]) or (row[0] != 'boolean' and isinstance(value, bool)):
+        raise PolicyError('%s must be of type %s (%s), not %r' % (where, row[0], _CRD, value))
+    accepted = row[3] if len(row) > 3 else ()
+    # by type as well: 0 == False, yet maxParallelUpgrades 0 is no default
+    if row[1] == fields.REFUSED and not _section_off(spec, path) and not any(
+            type(value) is type(item) and value == item for item in ('', [], {}, False) + accepted):
+        raise PolicyError('%s is %r: %s. This collection refuses it rather than ignore it (accepted: empty or false%s); see %s'
+                          % (where, value, row[2].replace('`', ''), ''.join(', %r' % (item,) for item in accepted), DOCS))
+
+
+def _split(value, path):
+    """(the honoured part of `value`, the rest): a path all of whose rows are honoured goes whole to the first."""
+    statuses = STATUSES[path]
+    if statuses == {fields.HONOURED}:
+        return value, None
+    if fields.HONOURED not in statuses:
+        return None, value
+    honoured, rest = {}, {}
+    for key, item in value.items():
+        mine, other = _split(item, '%s.%s' % (path, key) if path else key)
+        if mine is not None:
+            honoured[key] = mine
+        if other is not None:
+            rest[key] = other
+    # a section given with fields of one kind only is not left empty in the other
+    return honoured if honoured or not value else None, rest if rest or not value else None
+
+
+def accept(given, base=None):
+    """A ClusterPolicy (its spec, or the whole object), laid over `base` (a spec: the chart's values', helm_values.py), sorted
+    by fields.py: {'honoured': the fields this collection acts on, 'kept': the others, as given (the CR holds them), 'notes':
+    what was left out}. Refuses (PolicyError) a field that is not the CRD's, of another type, or refused and set."""
+    spec, notes = spec_of(given)
+    spec = _without_nulls(merge(base, spec)) if base else spec
+    for path, where, value in _leaves(spec, '', '', []):
+        _check_row(spec, path, where, value)
+    honoured, kept = _split(spec, '')
+    honoured = honoured or {}
+    labels = (honoured.get('daemonsets') or {}).get('labels') or {}
+    for key in MANAGED_BY:
+        if key in labels:
+            # An exported ClusterPolicy of a Helm install has app.kubernetes.io/managed-by: gpu-operator; here every object
+            # is the collection's (uninstall and the doctor find them by that label).
+            notes.append('daemonsets.labels %s=%s is left out: every object here is %s=%s' % (key, labels.pop(key), key, MANAGED_BY[key]))
+    return {'honoured': honoured, 'kept': kept or {}, 'notes': notes}
 
 
 # --- merging ------------------------------------------------------------------------------------
@@ -225,7 +372,7 @@ def check_config(where, config, check_data):
 
 
 def resolve(policy, registry, nodes, operands):
-    """The full ClusterPolicy spec: `policy` checked and overlaid on the defaults.
+    """The full ClusterPolicy spec: `policy` (the honoured fields, accept()) checked and overlaid on the defaults.
 
     `registry` mirrors every default repository (a repository set in `policy` wins); `nodes` are the
     GPU nodes' container toolkit settings ([{host, runtime_name, cdi_enabled, install_dir}]),
@@ -233,9 +380,9 @@ def resolve(policy, registry, nodes, operands):
     with them when it does not. `operands`: registry.OPERANDS, whose sections are honoured and checked.
     """
     policy = policy or {}
-    fields = schema(operands)
-    _check_fields(policy, fields, '')
-    resolved = merge(defaults(operands), dict((key, value) for key, value in policy.items() if key in fields))
+    known = schema(operands)
+    _check_fields(policy, known, '')
+    resolved = merge(defaults(operands), policy)
     for operand in operands:
         if not operand.image:
             continue
@@ -251,8 +398,6 @@ def resolve(policy, registry, nodes, operands):
     max_unavailable(common['rollingUpdate']['maxUnavailable'])
     if resolved['mig']['strategy'] not in MIG_STRATEGIES:
         raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
-    if resolved['cdi']['default']:
-        raise PolicyError('cdi.default is deprecated in the GPU Operator and has no effect there; cdi.enabled makes CDI the default')
     for operand in operands:
         operand.check(resolved)
     toolkit = node_toolkit(nodes)
@@ -296,16 +441,18 @@ def config_in_cluster_policy(section, keep_unnamed):
     return section
 
 
-def cluster_policy(resolved, operands):
-    """The ClusterPolicy CR: the resolved spec as the Operator's CRD holds it (each operand's section as it writes it), and the
-    sections the node-side roles do instead marked disabled (driver, toolkit: installed on the host, as the Operator's
-    driver.enabled=false means)."""
+def cluster_policy(resolved, operands, kept=None):
+    """The ClusterPolicy CR: the resolved spec as the Operator's CRD holds it (each operand's section as it writes it), the
+    fields given that this collection does not act on as they were given (`kept`, accept()), and the sections the Operator
+    deploys that are not deployed here marked disabled (driver, toolkit: on the host, as the Operator's driver.enabled=false
+    means; the standalone DCGM)."""
     spec = copy.deepcopy(resolved)
     for operand in operands:
         if operand.image:
             spec[operand.section] = operand.in_cluster_policy(spec[operand.section])
     if not spec['daemonsets']['podSecurityContext']:
         del spec['daemonsets']['podSecurityContext']
+    spec = merge(spec, kept)
     for section in NOT_DEPLOYED:
-        spec[section] = {'enabled': False}
+        spec[section] = dict(spec.get(section) or {}, enabled=False)
     return {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'metadata': meta(POLICY_NAME), 'spec': spec}

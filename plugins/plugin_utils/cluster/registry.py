@@ -15,6 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import ref
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.helm_values import from_values
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
     dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import Context
@@ -30,14 +31,21 @@ OPERANDS = (
 )
 
 
-def resolution(spec=None, registry='', nodes=None):
+def resolution(spec=None, registry='', nodes=None, helm_values=None):
     """The ClusterPolicy of a run, resolved once: {'spec': the full ClusterPolicy spec (policy.resolve), 'cdi_hook_path':
-    where nvidia-cdi-hook is on the GPU nodes, '' without CDI}.
+    where nvidia-cdi-hook is on the GPU nodes, '' without CDI, 'kept': the fields given that this collection does not act on
+    (the CR holds them as given), 'notes': what of the given ClusterPolicy was left out, 'chart': the Helm chart's settings
+    that are not ClusterPolicy fields (helm_values.chart_settings; {} without values)}.
 
-    `registry` mirrors the default images; `nodes` are the GPU nodes' container toolkit settings.
+    `spec`: a ClusterPolicy spec or the whole object (policy.accept); `helm_values`: the chart's values, which render the
+    ClusterPolicy `spec` is then laid over, field by field (helm_values.from_values); `registry` mirrors the default images;
+    `nodes` are the GPU nodes' container toolkit settings.
     """
-    resolved = policy.resolve(spec, registry, nodes, OPERANDS)
-    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else ''}
+    chart = from_values(helm_values) if helm_values is not None else {'spec': None, 'chart': {}}
+    accepted = policy.accept(spec, chart['spec'])
+    resolved = policy.resolve(accepted['honoured'], registry, nodes, OPERANDS)
+    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else '',
+            'kept': accepted['kept'], 'notes': accepted['notes'], 'chart': chart['chart']}
 
 
 def context(resolved, namespace, service_monitor_crd=False):
@@ -65,4 +73,4 @@ def render(resolved, namespace, stage='operands', service_monitor_crd=False):
 
 def cluster_policy(resolved):
     """The ClusterPolicy CR of the resolution."""
-    return policy.cluster_policy(resolved['spec'], OPERANDS)
+    return policy.cluster_policy(resolved['spec'], OPERANDS, resolved.get('kept'))

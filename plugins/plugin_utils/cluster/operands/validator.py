@@ -51,7 +51,7 @@ def _init_container(component, env, mounts, security):
 
 class Validator(skeleton.Operand):
     """The Operator's state-operator-validation."""
-    fields = skeleton.IMAGE_FIELDS
+    fields = dict(skeleton.IMAGE_FIELDS, args='strlist', env='env', hostNetwork='bool')
     # the validator makes and removes its workload Pods, reads its DaemonSet (their tolerations) and its Node; the Operator's
     # rule on ClusterPolicy finalizers is left out: nothing here sets owner references to a ClusterPolicy
     rules = (({'apiGroups': [''], 'resources': ['pods'], 'verbs': ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']},
@@ -103,6 +103,13 @@ class Validator(skeleton.Operand):
         main['securityContext']['runAsUser'] = 0
         if validator['resources']:
             main['resources'] = copy.deepcopy(validator['resources'])
+        # As TransformValidatorShared: args replace the main container's, env is set in it (the component init containers
+        # have env of their own).
+        if validator['args']:
+            main['args'] = list(validator['args'])
+        if validator['env']:
+            main['env'] = policy.merge_env(main.get('env', []), validator['env'])
+        skeleton.host_network(pod, validator['hostNetwork'])
         return self.accounts(context.namespace) + [self.daemonset_object(pod, resolved, context.namespace, labels=dict(LABELS))]
 
 

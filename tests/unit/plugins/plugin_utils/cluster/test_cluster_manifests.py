@@ -331,17 +331,18 @@ def test_service_monitor_only_with_its_crd():
 
 
 @pytest.mark.parametrize('spec,message', [
-    ({'driverr': {}}, 'driverr is not honoured by this collection (it honours cdi, daemonsets, dcgmExporter'),
-    ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not honoured by this collection'),
-    ({'psa': {'enabled': True}}, 'psa is not honoured'),
-    ({'driver': {'enabled': True}}, 'driver: the driver is installed on the host by the nvidia_driver role'),
+    ({'driverr': {}}, 'driverr is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
+    ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not a field of the ClusterPolicy CRD'),
+    ({'gds': {'enabled': True}}, 'gds.enabled is True: the GPUDirect Storage driver container (nvidia-fs) is not deployed'),
+    ({'driver': {'version': '570.1'}}, "driver.version is '570.1': set by role nvidia_driver's variables (nvidia_driver_*)"),
     ({'mig': {'strategy': 'triple'}}, 'mig.strategy must be one of'),
     ({'daemonsets': {'updateStrategy': 'Recreate'}}, 'daemonsets.updateStrategy must be RollingUpdate or OnDelete'),
     ({'daemonsets': {'rollingUpdate': {'maxUnavailable': 'many'}}}, 'maxUnavailable must be a number or a percentage'),
     ({'devicePlugin': {'version': ''}}, 'devicePlugin.version must be a non-empty string'),
     ({'devicePlugin': {'imagePullPolicy': 'Sometimes'}}, 'devicePlugin.imagePullPolicy must be one of Always, Never, IfNotPresent'),
     ({'devicePlugin': {'env': [{'name': 'A', 'value': True}]}}, 'devicePlugin.env[0] (A): the value must be a string'),
-    ({'devicePlugin': {'env': [{'name': 'A', 'valueFrom': {}}]}}, 'devicePlugin.env[0] must be {name, value}'),
+    ({'devicePlugin': {'env': [{'name': 'A', 'valueFrom': {}}]}}, 'devicePlugin.env[0].valueFrom is not a field of the ClusterPolicy CRD'),
+    ({'devicePlugin': {'env': [{'value': 'a'}]}}, 'devicePlugin.env[0] must be {name, value}'),
     ({'devicePlugin': {'enabled': 'yes'}}, 'devicePlugin.enabled must be true or false'),
     ({'devicePlugin': {'mps': {'root': 'mps'}}}, 'devicePlugin.mps.root must be an absolute path'),
     ({'migManager': {'config': {'default': 'all-3g'}}}, "migManager.config.default must be all-disabled or ''"),
@@ -350,7 +351,6 @@ def test_service_monitor_only_with_its_crd():
      "profile 'x': each entry needs devices and mig-enabled"),
     ({'migManager': {'config': {'name': 'm', 'data': {'config.yaml': {'version': 'v1', 'mig-configs': {
         'x': [{'devices': 'all', 'mig-enabled': False}]}}}}}}, 'has no all-disabled profile'),
-    ({'cdi': {'default': True}}, 'cdi.default is deprecated'),
     ({'devicePlugin': {'config': {'data': {'a': {}}}}}, 'devicePlugin.config.name is required with devicePlugin.config.data'),
     ({'devicePlugin': {'config': {'name': 'c', 'create': True}}}, 'devicePlugin.config.create is true but devicePlugin.config.data is empty'),
     ({'devicePlugin': {'config': {'name': 'c', 'create': False, 'data': {'a': {}}}}}, 'the data would be ignored'),
@@ -425,5 +425,5 @@ def test_cluster_policy_object():
     assert spec['devicePlugin']['config'] == {'name': 'plugin-configs', 'default': 'ts'}, "the chart's create/data stay out of the CR"
     assert spec['migManager']['config'] == {'default': 'all-disabled'}
     assert spec['driver'] == spec['toolkit'] == {'enabled': False}
-    assert spec['cdi'] == {'enabled': False, 'default': False} and spec['operator'] == {'runtimeClass': 'nvidia'}
+    assert spec['cdi'] == {'enabled': False} and spec['operator'] == {'runtimeClass': 'nvidia'}
     assert 'config' not in registry.cluster_policy(render({})['resolved'])['spec']['devicePlugin']

@@ -18,6 +18,8 @@ facts are held against what the API holds after the roles ran in tests/cluster/p
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+
 import kubernetes_validate
 import pytest
 from ansible.errors import AnsibleFilterError
@@ -173,19 +175,30 @@ def test_runtime_class_is_the_operands():
         rendered(nodes=[nodes[0], {'host': 'b'}])
 
 
+def test_validator_env_args_and_host_network_reach_its_main_container_only():
+    """As TransformValidatorShared: validator.env is set in the main container, validator.args replace its args,
+    validator.hostNetwork makes the Pod use the host's network; the component init containers keep their own env."""
+    default = the_daemonset(rendered())['spec']['template']['spec']
+    pod = the_daemonset(rendered(policy={'validator': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}], 'args': ['sleep infinity'],
+                                                       'hostNetwork': True}}))['spec']['template']['spec']
+    assert env_of(pod['containers'][0]) == [('WITH_WORKLOAD', 'false')] and pod['containers'][0]['args'] == ['sleep infinity']
+    assert (pod['hostNetwork'], pod['dnsPolicy']) == (True, 'ClusterFirstWithHostNet')
+    assert pod['initContainers'] == default['initContainers'] and 'env' not in default['containers'][0]
+
+
 @pytest.mark.parametrize('validator, message', [
-    ({'tag': 'x'}, 'validator.tag is not honoured by this collection'),
+    ({'tag': 'x'}, 'validator.tag is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
     ({'imagePullSecrets': 'pull'}, "validator.imagePullSecrets must be a list of strings, not 'pull'"),
     ({'version': ''}, 'validator.version must be a non-empty string'),
-    ({'env': [{'name': 'A', 'value': 'b'}]}, 'validator.env is not honoured by this collection'),
+    ({'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}}, "validator.plugin.env[0].name is 'WITH_WORKLOAD': the validation init"),
 ])
 def test_bad_image_settings(validator, message):
-    with pytest.raises(GpuOpsError, match=message.replace('(', r'\(').replace(')', r'\)')):
+    with pytest.raises(GpuOpsError, match=re.escape(message)):
         rendered(policy={'validator': validator})
 
 
 def test_filters_report_setting_errors():
-    with pytest.raises(AnsibleFilterError, match="gpuops.gpu_operator: nonsense is not honoured by this collection"):
+    with pytest.raises(AnsibleFilterError, match="gpuops.gpu_operator: nonsense is not a field of the ClusterPolicy CRD"):
         ManifestFilters().filters()['resolve_cluster_policy']({'nonsense': {}})
 
 
