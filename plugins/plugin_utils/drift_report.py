@@ -203,7 +203,7 @@ def summary_lines(report):
         if entry['ended']:
             parts.append('ended: %s' % entry['ended'])
         if entry['not_checked']:
-            parts.append('not checked (no check mode): %s' % ', '.join('%s / %s' % (one['stage'], one['task']) for one in entry['not_checked']))
+            parts.append('not checked in check mode: %s' % ', '.join('%s / %s' % (one['stage'], one['task']) for one in entry['not_checked']))
         lines.append('%s%s: %s' % (name, ' (cluster)' if entry['cluster'] else '', '; '.join(parts)))
     return lines
 

@@ -187,7 +187,7 @@ def test_not_checked_is_listed_once_with_why():
     report = drift_report.build([skipped, skipped], STATS, {'localhost'}, True, True, 'site.yml', 'now')
     assert report['hosts']['node-a']['not_checked'] == [{'stage': 'container_toolkit', 'task': 'Register', 'message': why}]
     assert report['hosts']['node-a']['status'] == 'no drift'
-    assert drift_report.summary_lines(report)[2] == 'node-a: no drift; not checked (no check mode): container_toolkit / Register'
+    assert drift_report.summary_lines(report)[2] == 'node-a: no drift; not checked in check mode: container_toolkit / Register'
     assert drift_report.text(report)[-3:] == ['', 'node-a / container_toolkit / Register not checked:', '    ' + why]
 
 
