@@ -39,6 +39,11 @@ def stopped_gpu_nodes(hosts, hostvars):
     return stopped
 
 
+def nodes_not_ended(hosts, hostvars):
+    """The hosts but those site.yml ended early (site_node_end: a node without an NVIDIA GPU), in their order."""
+    return [host for host in hosts or [] if 'site_node_end' not in hostvars[host]]
+
+
 def validation_failures(results, hosts, hostvars):
     """What the run fails with, per inventory host of the GPU nodes, and for the failed GPU Nodes outside the inventory.
 
@@ -51,7 +56,7 @@ def validation_failures(results, hosts, hostvars):
 class FilterModule(object):
     """cluster_validator, validation_targets, plugin_validation_pods, validation_report, cluster_policy_outcome,
     validation_pods_on, validation_records, recorded_cluster_policy_outcome,
-    gpu_node_name, stopped_gpu_nodes and validation_failures."""
+    gpu_node_name, stopped_gpu_nodes, nodes_not_ended and validation_failures."""
 
     def filters(self):
         return {
@@ -65,5 +70,6 @@ class FilterModule(object):
             'recorded_cluster_policy_outcome': checked(validation.recorded_outcome),
             'gpu_node_name': gpu_node_name,
             'stopped_gpu_nodes': stopped_gpu_nodes,
+            'nodes_not_ended': nodes_not_ended,
             'validation_failures': validation_failures,
         }

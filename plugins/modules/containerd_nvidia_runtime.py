@@ -46,6 +46,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    details:
+      - On a node without tomlkit (before the container toolkit stage installed C(python3-tomlkit)), check mode cannot
+        read the config: the task is skipped with a message that says so (C(msg), C(notes)), not failed.
   diff_mode:
     support: full
   platform:
@@ -211,9 +214,9 @@ actions:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_runtime, runtime_config
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import common_argument_spec
 
@@ -239,7 +242,9 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib('tomlkit'), exception=TOMLKIT_IMPORT_ERROR)
+        runtime_config.without_tomlkit(module, module.params['path'], (
+            'verified', 'config_version', 'cri_table', 'runtimes', 'default_runtime', 'previous_default_runtime', 'drop_in', 'backup_file'),
+            TOMLKIT_IMPORT_ERROR)
 
     try:
         plan = containerd_runtime.plan(module.params, containerd_runtime.gather(module), containerd_runtime.NodeFiles(module))

@@ -33,6 +33,9 @@ extends_documentation_fragment:
 attributes:
   check_mode:
     support: full
+    details:
+      - On a node without tomlkit (before the container toolkit stage installed C(python3-tomlkit)), check mode cannot
+        read the config: the task is skipped with a message that says so (C(msg), C(notes)), not failed.
   diff_mode:
     support: full
   platform:
@@ -102,7 +105,7 @@ actions:
 
 import traceback
 
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_config
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.crio_config import CrioDialect, state_path
@@ -123,7 +126,7 @@ def main():
     argument_spec.update(path=dict(type='path', default='/etc/crio/crio.conf.d/99-nvidia.conf'))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_TOMLKIT:
-        module.fail_json(msg=missing_required_lib('tomlkit'), exception=TOMLKIT_IMPORT_ERROR)
+        runtime_config.without_tomlkit(module, module.params['path'], ('runtimes', 'default_runtime', 'previous_default_runtime'), TOMLKIT_IMPORT_ERROR)
     path = module.params['path']
     state_file = state_path(path)
     try:

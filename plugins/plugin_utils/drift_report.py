@@ -32,6 +32,8 @@ LABEL_CHARS = 120
 # In what ansible-core's modules and action plugins say when they skip a task in check mode ("remote module (x) does
 # not support check mode", "Command would have run if not in check mode"); a skip by a condition has no message.
 NO_CHECK_MODE = 'check mode'
+# The fact site.yml sets on a node it ends after its labels, saying why (no NVIDIA GPU): no later stage ran there.
+END_FACT = 'site_node_end'
 
 
 def _text(value):
@@ -115,7 +117,8 @@ def event(host, stage, task, status, result, check):
 
     status is how the run ended the task on the host: ok, failed, unreachable or skipped. stage is the role the task
     belongs to (the play's name outside roles). A change, a failure, an unreachable host, and in check mode a task
-    skipped because it cannot run in check mode (drift could hide there) are events.
+    skipped because it cannot run in check mode (drift could hide there, its message says why), and a node a playbook ends
+    early (END_FACT) are events.
     """
     base = {'host': host, 'stage': stage, 'task': task}
     if status == UNREACHABLE:
@@ -127,7 +130,11 @@ def event(host, stage, task, status, result, check):
     if status == 'skipped':
         # Likewise `skipped`: the task's own message counts, and those of the items a loop skipped.
         said = [result.get('msg')] + [one.get('msg') for one in result.get('results') or [] if isinstance(one, dict) and one.get('skipped')]
-        return dict(base, kind='not_checked') if check and any(NO_CHECK_MODE in str(msg or '').lower() for msg in said) else None
+        why = [str(msg) for msg in said if NO_CHECK_MODE in str(msg or '').lower()]
+        return dict(base, kind='not_checked', message=redact_text(why[0])) if check and why else None
+    ended = (result.get('ansible_facts') or {}).get(END_FACT) if isinstance(result.get('ansible_facts'), dict) else None
+    if ended:
+        return dict(base, kind='ended', message=str(ended))
     found = changes(result)
     return dict(base, kind='changed', changes=found) if found else None
 
@@ -144,15 +151,17 @@ def build(events, stats, cluster_hosts, check, diff, playbook, generated):
     hosts = {}
     for name in list(stats) + [one['host'] for one in events]:
         hosts.setdefault(name, {'cluster': name in cluster_hosts, 'status': words['unchanged'], 'stages': {}, 'failures': [],
-                                'not_checked': []})
+                                'not_checked': [], 'ended': None})
     for one in events:
         entry, where = hosts[one['host']], {'stage': one['stage'], 'task': one['task']}
         for change in one.get('changes', []):
             entry['stages'].setdefault(one['stage'], []).append(dict(change, task=one['task']))
         if one['kind'] in (FAILED, UNREACHABLE):
             entry['failures'].append(dict(where, message=one['message'], unreachable=one['kind'] == UNREACHABLE))
-        elif one['kind'] == 'not_checked' and where not in entry['not_checked']:
-            entry['not_checked'].append(where)
+        elif one['kind'] == 'not_checked' and dict(where, message=one['message']) not in entry['not_checked']:
+            entry['not_checked'].append(dict(where, message=one['message']))
+        elif one['kind'] == 'ended':
+            entry['ended'] = one['message']
     # Only the stats say whether a host failed: a failure the run rescued and got past is none (it stays in `failures`
     # as context), a node stage that stopped its node is one, as site.yml fails that node at its end.
     for name, entry in hosts.items():
@@ -191,18 +200,22 @@ def summary_lines(report):
             parts.append('%s in %s' % (words['changed'], _stages(entry)))
         elif entry['status'] not in (FAILED, UNREACHABLE):
             parts.append(words['unchanged'])
+        if entry['ended']:
+            parts.append('ended: %s' % entry['ended'])
         if entry['not_checked']:
-            parts.append('not checked (no check mode): %s' % ', '.join('%s / %s' % (one['stage'], one['task']) for one in entry['not_checked']))
+            parts.append('not checked in check mode: %s' % ', '.join('%s / %s' % (one['stage'], one['task']) for one in entry['not_checked']))
         lines.append('%s%s: %s' % (name, ' (cluster)' if entry['cluster'] else '', '; '.join(parts)))
     return lines
 
 
 def text(report):
-    """The summary lines, then each change with its diff, indented."""
+    """The summary lines, then each change with its diff, indented, and why each task not checked was skipped."""
     lines = summary_lines(report)
     verb = WORDS[report['mode']]['verb']
     no_diff = '(no diff)' if report['diff'] else '(no diff: run with --diff)'
     for name, entry in report['hosts'].items():
+        for skipped in entry['not_checked']:
+            lines.extend(['', '%s / %s / %s not checked:' % (name, skipped['stage'], skipped['task']), '    ' + skipped['message']])
         for stage, found in entry['stages'].items():
             for change in found:
                 lines.extend(['', '%s / %s / %s%s %s:' % (name, stage, change['task'], ' [%s]' % change['item'] if change['item'] else '', verb)])

@@ -21,7 +21,7 @@ import logging
 import re
 import time
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import DEPLOY, PRESENT
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import DEPLOY, MIG_CONFIG, MIG_CONFIG_APPLIED, MIG_CONFIG_STATE, PRESENT
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.node_api import OWNED_ANNOTATION, owned_labels
 
@@ -31,7 +31,7 @@ NFD_GPU_LABELS = ('feature.node.kubernetes.io/pci-10de.present', 'feature.node.k
                   'feature.node.kubernetes.io/pci-0300_10de.present')
 API_GROUP = 'kube_api'
 GPU_GROUP = 'gpu_nodes'
-JOINED, READY, LABELS = 'joined', 'ready', 'labels'
+JOINED, READY, LABELS, MIG = 'joined', 'ready', 'labels', 'mig'
 NODES = k8s_client.ObjectRef('Node', '', 'nodes')
 WATCH_SECONDS = 60  # the server ends each watch after this long; the next starts where it stopped
 RETRY_DELAYS = (1, 2, 5, 10, 30)  # seconds before listing again after the API failed, the last one repeated
@@ -143,13 +143,16 @@ def observe(before, node):
 
     reasons, for a selected Node only: joined (not examined yet, at the first look or since someone removed the
     annotation), ready (Ready again after a reboot: the boot ID changed since it was last Ready; without boot IDs,
-    Ready after not Ready), labels (labels this collection set were lost or changed, unlike at the last look).
-    details: labels_lost, labels_changed, boot_id.
+    Ready after not Ready), labels (labels this collection set were lost or changed, unlike at the last look), mig (the
+    MIG manager applied a layout since the last look: nvidia.com/mig.config.state became success, so the GPUs' MIG
+    labels are to be computed again, as GFD's periodic refresh does in the Operator).
+    details: labels_lost, labels_changed, boot_id, mig_config (the layout the Node asks for).
     """
     boot_id = ((node.get('status') or {}).get('nodeInfo') or {}).get('bootID') or None
+    labels = (node.get('metadata') or {}).get('labels') or {}
     is_ready = ready(node)
     lost, changed = drift(node)
-    state = dict(examined=examined(node), ready=is_ready, drift=[lost, changed],
+    state = dict(examined=examined(node), ready=is_ready, drift=[lost, changed], mig_state=labels.get(MIG_CONFIG_STATE),
                  ready_boot_id=boot_id if is_ready else (before or {}).get('ready_boot_id'),
                  ever_ready=is_ready or bool((before or {}).get('ever_ready')))
     reasons = []
@@ -165,7 +168,10 @@ def observe(before, node):
                 reasons.append(READY)
         if (lost or changed) and (before is None or before['drift'] != [lost, changed]):
             reasons.append(LABELS)
-    return state, reasons, dict(labels_lost=lost, labels_changed=changed, boot_id=boot_id)
+        # Not at the first look: a layout applied before the source watched is one the last run may have labelled.
+        if state['mig_state'] == MIG_CONFIG_APPLIED and before is not None and before['mig_state'] != MIG_CONFIG_APPLIED:
+            reasons.append(MIG)
+    return state, reasons, dict(labels_lost=lost, labels_changed=changed, boot_id=boot_id, mig_config=labels.get(MIG_CONFIG))
 
 
 def event(node, reasons, details, limit_with):

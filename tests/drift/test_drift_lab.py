@@ -1,27 +1,38 @@
 """Drift found and repaired for real: playbooks/site.yml with the callback gpuops.gpu_operator.drift_report against
-three lab nodes and the API stand-in.
+four lab nodes and the API stand-in: the three of the lab inventory and a CPU-only one (bookworm served the cpu-only
+capture, a VirtualBox guest's PCI devices: no NVIDIA GPU).
 
-site.yml converges the nodes (the report lists what it changed); one node then drifts in two stages: the nvidia runtime
-is removed from its containerd config.toml by hand, and one of its Node's labels is deleted through the API. A check run
-(--check --diff) reports drift on that node only, in the container_toolkit and gpu_node_labels stages, with the diffs,
-and repairs nothing. A run repairs the node (the report lists what it changed, on that node only), and a check run then finds no drift anywhere.
+First a check run (--check --diff) on the fresh nodes, as a new user previews: it predicts and does not fail (issue #25):
+the container toolkit's packages the run would install, and for the runtime config a note that its preview needs
+tomlkit (the lab images have no python3-tomlkit and empty package lists); nothing changes. site.yml then converges the
+nodes (the report lists what it changed). The CPU-only node ends after its labels, with "no NVIDIA GPU" in the summary and
+the report: its files under /etc, its packages and its services are as before, byte for byte, and its Node is one the
+k8s_nodes inventory leaves out from then on. One node then drifts in two stages: the nvidia runtime is removed from its
+containerd config.toml by hand, and one of its Node's labels is deleted through the API. A check run reports drift on
+that node only, in the container_toolkit and gpu_node_labels stages, with the diffs, and repairs nothing. A run repairs
+the node (the report lists what it changed, on that node only), and a check run then finds no drift anywhere.
 
 The validation play is skipped (--skip-tags validation): the stand-in runs no Pods. A lab test like `make demo`: lab
 nodes (podman, named gpuops-drift-<distro>, removed afterwards) from the lab images (`make images`) and a stand-in of
 its own. What each run took is printed and kept in .build/drift/timings.json.
 """
 import json
+import re
 import subprocess
 import time
 
 import pytest
 import yaml
 
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import k8s_nodes
 from tests.cluster.helpers import REPO, raw
-from tests.lab.labtest import ANSIBLE_PLAYBOOK, lab_inventory, lab_nodes, playbook_environment, run
+from tests.lab.labtest import ANSIBLE_PLAYBOOK, lab_fixtures, lab_inventory, named_lab_nodes, playbook_environment, run
 
 PREFIX = 'gpuops-drift-'
 DISTROS = ('bookworm', 'trixie', 'sid')
+# The CPU-only node: the captured PCI devices of a machine without an NVIDIA device (tests/fixtures/gpus/cpu-only).
+CPU = PREFIX + 'cpu'
+CPU_DISTRO, CPU_FIXTURE = 'bookworm', 'cpu-only'
 # Not the play's first node: the labels of every node are applied in one run on the API host, and each node must
 # still be reported for its own Node.
 DRIFTED = PREFIX + 'sid'
@@ -32,15 +43,20 @@ LABELS_TASK = "Report the node's labels"
 
 
 def write_inventory(path):
-    """The lab inventory with the lab nodes renamed gpuops-drift-<distro>: the same group and host variables."""
-    path.write_text(yaml.safe_dump(lab_inventory(PREFIX)))
+    """The lab inventory with the lab nodes renamed gpuops-drift-<distro>, the same group and host variables, and the
+    CPU-only node in gpu_nodes, as the k8s_nodes inventory lists a node not examined yet."""
+    inventory = lab_inventory(PREFIX)
+    inventory['all']['children']['gpu_nodes']['hosts'][CPU] = {'gpuops_lab_distro': CPU_DISTRO, 'gpuops_lab_fixture': CPU_FIXTURE}
+    path.write_text(yaml.safe_dump(inventory))
     return path
 
 
 @pytest.fixture(name='lab')
 def fixture_lab(tmp_path):
     """(kubeconfig, Kube): a stand-in of its own with the nodes' Nodes, and the lab nodes running; all gone afterwards."""
-    with lab_nodes(tmp_path, PREFIX, DISTROS) as lab:
+    fixtures = lab_fixtures()
+    nodes = dict({PREFIX + distro: (distro, fixtures[distro]) for distro in DISTROS}, **{CPU: (CPU_DISTRO, CPU_FIXTURE)})
+    with named_lab_nodes(tmp_path, nodes) as lab:
         yield lab
 
 
@@ -64,22 +80,69 @@ def containerd_config(name):
 
 
 def node_labels(kube, name):
+    return read_node(kube, name)['metadata'].get('labels') or {}
+
+
+def read_node(kube, name):
     code, node = raw(kube, 'GET', f'/api/v1/nodes/{name}')
     assert code == 200, node
-    return node['metadata'].get('labels') or {}
+    return node
+
+
+def node_state(name):
+    """What a run could change on a node: every file under /etc (containerd's config, apt's sources), the collection's
+    records and the validations directory with their checksums, the package lists and the packages, the service units'
+    enablement and containerd's run (a restart gives it another invocation)."""
+    def on_node(command):
+        return run('podman', 'exec', name, 'sh', '-c', command)
+    return {
+        'files': on_node('find /etc /var/lib/gpuops /run/nvidia /var/lib/apt/lists -xdev -type f -print0 2>/dev/null | sort -z'
+                         ' | xargs -0 -r sha256sum'),
+        'packages': on_node("dpkg-query -W -f '${Package}=${Version} ${Status}\\n'"),
+        'units': on_node('systemctl list-unit-files --type=service --no-legend --no-pager'),
+        'containerd': on_node('systemctl show containerd -p InvocationID -p ActiveState -p MainPID -p NRestarts'),
+    }
 
 
 def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
     kubeconfig, kube = lab
     inventory = write_inventory(tmp_path / 'hosts.yml')
-    others = sorted({PREFIX + distro for distro in DISTROS} - {DRIFTED})
+    gpus = sorted(PREFIX + distro for distro in DISTROS)
+    others = sorted(set(gpus) - {DRIFTED}) + [CPU]
     took = {}
+    fresh = {name: node_state(name) for name in gpus + [CPU]}
 
-    # The nodes converge: the report lists what the run changed on each.
+    # A new user's first look at fresh nodes (no python3-tomlkit, empty package lists): the check run predicts, it does
+    # not fail, and it changes nothing. The CPU-only node ends after its labels.
     started = time.monotonic()
-    report = site(kubeconfig, inventory, tmp_path / 'converge.json')[0]
+    report, out = site(kubeconfig, inventory, tmp_path / 'fresh.json', '--check', '--diff')
+    took['check_fresh_s'] = round(time.monotonic() - started)
+    assert statuses(report) == dict({'localhost': 'drift'}, **{name: 'drift' for name in gpus + [CPU]}), report
+    for name in gpus:
+        entry = report['hosts'][name]
+        assert 'Install the missing packages (check mode, predicted)' in [one['task'] for one in entry['stages']['container_toolkit']], entry
+        assert [(one['task'], one['message']) for one in entry['not_checked']] == [(
+            'Register the NVIDIA runtime with containerd', 'check mode: the preview of /etc/containerd/config.toml needs tomlkit on the '
+            'node, and python3-tomlkit is not installed there yet (the run installs it before it configures the runtime): what the run '
+            'would change in it is not shown')], entry
+        assert f'{name}: the run would install python3-tomlkit (after refreshing the package lists).' in ' '.join(out.split())
+    assert (list(report['hosts'][CPU]['stages']), report['hosts'][CPU]['ended']) == (['gpu_node_labels'], 'no NVIDIA GPU'), report['hosts'][CPU]
+    assert f'{CPU}: drift in gpu_node_labels ({LABELS_TASK}); ended: no NVIDIA GPU' in out
+    assert {name: node_state(name) for name in gpus + [CPU]} == fresh, 'the check run changed a node'
+
+    # The nodes converge: the report lists what the run changed on each. On the CPU-only node only its Node changed (its
+    # labels and the annotation that marks it examined): nothing was installed, written or restarted there.
+    started = time.monotonic()
+    report, out = site(kubeconfig, inventory, tmp_path / 'converge.json')
     took['converge_s'] = round(time.monotonic() - started)
-    assert report['mode'] == 'run' and statuses(report) == dict({'localhost': 'changed'}, **{PREFIX + d: 'changed' for d in DISTROS}), report
+    assert node_state(CPU) == fresh[CPU], 'site.yml changed the CPU-only node'
+    assert report['mode'] == 'run' and statuses(report) == dict({'localhost': 'changed'}, **{name: 'changed' for name in gpus + [CPU]}), report
+    assert (list(report['hosts'][CPU]['stages']), report['hosts'][CPU]['ended']) == (['gpu_node_labels'], 'no NVIDIA GPU'), report['hosts'][CPU]
+    # The summary line, however the output callback wraps it.
+    assert re.search(rf'{CPU}: Debian 12\S*, kernel \S+, Node {CPU} labelled, no NVIDIA GPU: no driver, container toolkit or validation '
+                     'stage ran there', ' '.join(out.split())), out[out.find('Per-node summary'):][:3000]
+    # Examined without a GPU: the k8s_nodes inventory leaves it out from now on (no connection to it); the GPU nodes stay.
+    assert [k8s_nodes.selected(read_node(kube, name)) for name in gpus + [CPU]] == [True] * len(gpus) + [False]
     # The node labels stage labels every node of the play in one run on the API host; each node reports its own change.
     for distro in DISTROS:
         assert {'gpu_node_labels', 'container_toolkit'} <= set(report['hosts'][PREFIX + distro]['stages']), report['hosts'][PREFIX + distro]
@@ -126,7 +189,7 @@ def test_drift_is_found_on_the_node_that_drifted_and_repaired(lab, tmp_path):
     started = time.monotonic()
     report = site(kubeconfig, inventory, tmp_path / 'after.json', '--check', '--diff')[0]
     took['check_after_repair_s'] = round(time.monotonic() - started)
-    assert statuses(report) == dict({'localhost': 'no drift'}, **{PREFIX + d: 'no drift' for d in DISTROS}), report
+    assert statuses(report) == dict({'localhost': 'no drift'}, **{name: 'no drift' for name in gpus + [CPU]}), report
     assert not any(entry['not_checked'] for entry in report['hosts'].values()), report
 
     (RESULTS / 'timings.json').write_text(json.dumps(took, indent=2) + '\n')

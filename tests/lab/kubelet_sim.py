@@ -11,6 +11,8 @@ simulator does the kubelet's part of that, and only when a real kubelet would ge
   4. the node's nvidia-smi lists GPUs (`-L`, else `-q -x`; in the lab the simulator serving captured fixtures).
 It then sets the Node's status capacity/allocatable `nvidia.com/gpu` to the number of GPUs listed (times the
 time-slicing replicas the Node is labelled with), and removes it when a condition fails, printing why.
+It also says which DaemonSets of the namespace select the Node (their Pod's nodeSelector matches its labels), the
+operands whose Pod the DaemonSet controller would schedule there (`selected_by`).
 It never runs the device plugin and never claims the Pod ran: the Pod objects stay as the stand-in has them.
 
     python tests/lab/kubelet_sim.py --kubeconfig KUBECONFIG [--output FILE.json] NODE=NVIDIA_SMI ...
@@ -71,8 +73,13 @@ def selector_matches(selector: dict, labels: dict) -> bool:
     return all(labels.get(key) == value for key, value in selector.items())
 
 
+def selecting(daemonsets: list, labels: dict) -> list[str]:
+    """The names of the DaemonSets whose Pod's nodeSelector matches `labels`, sorted."""
+    return sorted(ds.metadata.name for ds in daemonsets if selector_matches(ds.spec.template.spec.node_selector or {}, labels))
+
+
 def reflect(core, apps, namespace: str, node: str, nvidia_smi: str) -> dict:
-    """Update one Node's status; return what was found: capacity, runtime_registered, gpus_listed, why."""
+    """Update one Node's status; return what was found: capacity, runtime_registered, gpus_listed, why, selected_by."""
     labels = core.read_node(node).metadata.labels or {}
     try:
         pod = apps.read_namespaced_daemon_set(DAEMONSET, namespace).spec.template.spec
@@ -88,6 +95,7 @@ def reflect(core, apps, namespace: str, node: str, nvidia_smi: str) -> dict:
         'driver_ready': node_exec(node, 'test', '-f', DRIVER_READY).returncode == 0,
         'gpus_listed': listed,
         'capacity': 0,
+        'selected_by': selecting(apps.list_namespaced_daemon_set(namespace).items, labels),
     }
     if pod is None:
         found['why'] = 'no device plugin DaemonSet %s/%s' % (namespace, DAEMONSET)
@@ -124,7 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.nodes:
         node, _sep, nvidia_smi = spec.partition('=')
         result[node] = reflect(core, apps, args.namespace, node, nvidia_smi or 'nvidia-smi')
-        print('kubelet-sim %s: %s=%d (%s)' % (node, RESOURCE, result[node]['capacity'], result[node]['why']))
+        print('kubelet-sim %s: %s=%d (%s); DaemonSets selecting it: %s' % (node, RESOURCE, result[node]['capacity'], result[node]['why'],
+                                                                         ', '.join(result[node]['selected_by']) or 'none'))
     if args.output:
         with open(args.output, 'w', encoding='utf-8') as stream:
             json.dump(result, stream, indent=1, sort_keys=True)

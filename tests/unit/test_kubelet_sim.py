@@ -1,9 +1,10 @@
 """Pure parts of the lab's kubelet simulator (tests/lab/kubelet_sim.py)."""
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
-from tests.lab.kubelet_sim import gpu_count, runtime_handlers, selector_matches, xml_gpu_count
+from tests.lab.kubelet_sim import gpu_count, runtime_handlers, selecting, selector_matches, xml_gpu_count
 
 HERE = Path(__file__).resolve().parent
 GPUS = HERE.parent / "fixtures" / "gpus"
@@ -50,3 +51,16 @@ def test_selector_matches(selector, labels, expected):
 def test_xml_gpu_count_of_captured_reports(fixture, count):
     # The A100 capture lists 1 of its 4 attached GPUs (see its SOURCE.md): the listed ones count.
     assert xml_gpu_count((GPUS / fixture / "nvidia-smi" / "q-x.xml").read_text()) == count
+
+
+def test_selecting_names_the_daemonsets_whose_selector_matches():
+    def daemonset(name, selector):
+        return SimpleNamespace(metadata=SimpleNamespace(name=name), spec=SimpleNamespace(template=SimpleNamespace(spec=SimpleNamespace(
+            node_selector=selector))))
+    sets = [daemonset('nvidia-mig-manager', {'nvidia.com/gpu.deploy.mig-manager': 'true'}),
+            daemonset('nvidia-device-plugin-mps-control-daemon', {'nvidia.com/gpu.deploy.device-plugin': 'true', 'nvidia.com/mps.capable': 'true'}),
+            daemonset('nvidia-device-plugin-daemonset', {'nvidia.com/gpu.deploy.device-plugin': 'true'}), daemonset('anywhere', None)]
+    labels = {'nvidia.com/gpu.deploy.device-plugin': 'true', 'nvidia.com/mps.capable': 'false'}
+    assert selecting(sets, labels) == ['anywhere', 'nvidia-device-plugin-daemonset']
+    assert selecting(sets, dict(labels, **{'nvidia.com/mps.capable': 'true', 'nvidia.com/gpu.deploy.mig-manager': 'true'})) == [
+        'anywhere', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']

@@ -6,7 +6,9 @@
 """After site.yml: containerd on each lab node loads the nvidia runtime, each Node carries its fixture's labels and
 the sharing labels of the device plugin config it runs (time-slicing on bookworm, MPS on sid, set in molecule.yml's
 YAML inventory), and the cluster holds the prerequisites, the operands with that config and the ClusterPolicy (not
-validated: no Pods run here). The operands' entrypoints run on the lab nodes against the driver stage's driver-ready."""
+validated: no Pods run here). The operands' entrypoints run on bookworm against the driver stage's driver-ready. sid
+had no driver: the run installed it and labelled the node again after that, so the MIG manager and the MPS control
+daemon select it after this one run (the lab's kubelet simulator says which DaemonSets select it)."""
 
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
@@ -17,14 +19,20 @@ import os
 import tomllib
 
 import kubernetes
+import testinfra
 import yaml
 
-# Per node: containerd minor version Debian ships, the GPU product of the fixture recipe.toml mounts, and the device
-# plugin config it runs (molecule.yml: the default for bookworm, mps-2 picked for sid).
+from tests.lab import kubelet_sim
+
+# Per node: containerd minor version Debian ships, the GPU product of the fixture recipe.toml mounts, the device
+# plugin config it runs (molecule.yml: the default for bookworm, mps-2 picked for sid), and its driver's deploy label:
+# bookworm's capture shows its driver loaded (pre-installed), sid's driver is the one the run installed.
 EXPECTED = {
-    'site-bookworm': ('1.6', 'NVIDIA-H100-80GB-HBM3', 'time-sliced'),
-    'site-sid': ('2.1', 'NVIDIA-H200', 'mps-2'),
+    'site-bookworm': ('1.6', 'NVIDIA-H100-80GB-HBM3', 'time-sliced', 'pre-installed'),
+    'site-sid': ('2.1', 'NVIDIA-H200', 'mps-2', 'true'),
 }
+# The nvidia-smi of sid's labels (molecule.yml): the simulator once the driver stage installed the nvidia-smi package.
+SID_NVIDIA_SMI = '/var/lib/gpuops-lab/driver/nvidia-smi'
 CONFIG_MAP = 'device-plugin-config'
 SHARING = {'timeSlicing': 'time-slicing', 'mps': 'mps'}
 NAMESPACE = 'gpu-operator'
@@ -77,8 +85,7 @@ def test_node_labels_describe_the_fixture(host):
     assert labels['nvidia.com/gpu.product'] in (EXPECTED[name][1], EXPECTED[name][1] + '-SHARED')
     assert labels['nvidia.com/gpu.count'] == '1'
     assert labels['nvidia.com/gpu.deploy.device-plugin'] == 'true'
-    # Every fixture's /proc shows its driver loaded: the driver stage found them pre-installed.
-    assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed'
+    assert labels['nvidia.com/gpu.deploy.driver'] == EXPECTED[name][3]
     # H100 and H200 are MIG-capable: the Operator's default MIG layout, as it labels such nodes.
     assert labels['nvidia.com/mig.config'] == 'all-disabled' and labels['nvidia.com/mig.strategy'] == 'single'
 
@@ -97,9 +104,11 @@ def test_sharing_labels_say_what_the_plugin_config_shares(host):
     assert labels['nvidia.com/mps.capable'] == ('true' if kind == 'mps' else 'false')
 
 
-def test_operand_entrypoints_start_on_the_driver_stage_s_driver_ready(host):
+def test_operand_entrypoints_start_on_the_driver_stage_s_driver_ready():
     """The device plugin's and MIG manager's entrypoints (from their ConfigMaps) run on the node: they source driver-ready,
-    export it (a host driver: the MIG manager stops the host's GPU clients) and hand the args to the program."""
+    export it (a host driver: the MIG manager stops the host's GPU clients) and hand the args to the program. On bookworm,
+    whose driver works: sid's driver needs the reboot a container cannot make, so it has no driver-ready."""
+    host = testinfra.get_host('podman://site-bookworm')
     core = kubernetes.client.CoreV1Api(api())
     # a stand-in for the operand's program that prints what it was started with
     fake = '#!/bin/sh\nenv | sort\necho "args: $*"\n'
@@ -117,6 +126,19 @@ def test_operand_entrypoints_start_on_the_driver_stage_s_driver_ready(host):
         if program == 'nvidia-mig-manager':
             assert env['WITH_SHUTDOWN_HOST_GPU_CLIENTS'] == 'true'
     assert host.run('rm -rf /tmp/gpuops-entrypoints').rc == 0
+
+
+def test_the_node_whose_driver_this_run_installed_is_labelled_fully_and_selected(tmp_path):
+    """Issue #25: sid had no driver and no nvidia-smi when its labels were first computed (gpu.present and the deploy
+    labels only); the driver stage installed the packages and the labels were computed again in the same run, so the
+    Node has GFD's MIG and MPS labels and the MIG manager and MPS control daemon DaemonSets select it."""
+    labels = labels_of('site-sid')
+    assert (labels['nvidia.com/mig.capable'], labels['nvidia.com/mps.capable'], labels['nvidia.com/mig.config']) == ('true', 'true', 'all-disabled')
+    assert labels['nvidia.com/gpu.deploy.mig-manager'] == 'true' and labels['nvidia.com/cuda.driver.major']
+    report = tmp_path / 'kubelet.json'
+    assert kubelet_sim.main(['--kubeconfig', os.environ['K8S_AUTH_KUBECONFIG'], '--output', str(report), 'site-sid=' + SID_NVIDIA_SMI]) == 0
+    found = yaml.safe_load(report.read_text())['site-sid']
+    assert {'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager'} <= set(found['selected_by']), found
 
 
 def test_prerequisites_and_operands():

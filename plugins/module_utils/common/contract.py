@@ -49,6 +49,11 @@ DEPLOY_COMPONENTS = ('driver', 'gpu-feature-discovery', 'container-toolkit', 'de
 MIG_MANAGER_COMPONENT = 'mig-manager'
 # The MIG profile mig-manager applies; the Operator labels a MIG-capable node with migManager.config.default when it has none.
 MIG_CONFIG = 'nvidia.com/mig.config'
+# Where the MIG manager says how applying the node's mig.config went: pending (rebooting) while it works, success once the
+# layout is applied, failed (NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go, migConfigStateLabel). GFD relabels
+# such a node on its next periodic look; the k8s_nodes event source on the change to success.
+MIG_CONFIG_STATE = 'nvidia.com/mig.config.state'
+MIG_CONFIG_APPLIED = 'success'
 # The device plugin config a node runs (config-manager picks it from the ConfigMap by this label).
 DEVICE_PLUGIN_CONFIG = 'nvidia.com/device-plugin.config'
 # Labels that choose a config for the node: the Operator (or the admin) changes them on the Node.

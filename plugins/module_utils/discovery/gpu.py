@@ -23,8 +23,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
 NVIDIA_VENDOR = '0x10de'
-# PCI base class 0x03: display controllers (VGA 0x0300, 3D controller 0x0302).
-DISPLAY_BASE_CLASS = '03'
+# The PCI classes that make an NVIDIA function a GPU for the GPU Operator: VGA (0300) and 3D controller (0302). NFD
+# labels those (pci-10de.present with the chart's worker config, pci-0300_10de / pci-0302_10de.present with NFD's
+# defaults) and the Operator counts a node with any of the three as a GPU node (gpu-operator v26.7.0,
+# deployments/gpu-operator/values.yaml node-feature-discovery.worker.config.sources.pci, controllers/state_manager.go
+# gpuNodeLabels; tests/unit/plugins/module_utils/discovery/test_gpu_discovery.py holds the table).
+GPU_CLASSES = ('0300', '0302')
 NVSWITCH_CLASS = '0x0680'
 SEARCH_DIRS = ['/usr/bin', '/usr/sbin', '/bin', '/sbin', '/opt/bin']
 QUERY_FIELDS = ('index', 'uuid', 'pci.bus_id', 'name', 'memory.total', 'compute_cap', 'driver_version', 'mig.mode.current')
@@ -94,8 +98,8 @@ def bound_driver(device_dir):
 
 
 def nvidia_display_devices(devices):
-    """The NVIDIA display-class functions (the GPUs) among `devices`."""
-    return [dev for dev in devices if dev['vendor'] == NVIDIA_VENDOR and dev['pci_class'][2:4] == DISPLAY_BASE_CLASS]
+    """The NVIDIA GPUs among `devices`: NVIDIA functions of a GPU_CLASSES class."""
+    return [dev for dev in devices if dev['vendor'] == NVIDIA_VENDOR and dev['pci_class'][2:6] in GPU_CLASSES]
 
 
 def nvswitch_devices(devices):

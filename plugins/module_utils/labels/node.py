@@ -109,7 +109,7 @@ def host_facts(module):
 def empty_result(params):
     """Every RETURN key, before anything is known."""
     return dict(changed=False, labels={}, added=[], updated=[], removed=[], node_name=params['node_name'], discovery=None,
-                features_d=None, nodes={}, failed_nodes=[])
+                gpu_present=None, features_d=None, nodes={}, failed_nodes=[])
 
 
 def node_diff(node_name, before, after):
@@ -174,7 +174,7 @@ def run(module, result):
             params['mig_config'])
         for warning in warnings + ([facts['disagreement']] if facts['disagreement'] else []):
             module.warn(warning)
-        result.update(labels=labels, discovery=facts, ansible_facts=host_facts(module))
+        result.update(labels=labels, discovery=facts, gpu_present=nfd_label_rules.gpu_present(facts), ansible_facts=host_facts(module))
     if params['features_d'] and params['labels'] is None:
         result['features_d'] = params['features_d']
         result['changed'] = sync_features_file(module, params['features_d'], result['labels'], diff)

@@ -256,6 +256,12 @@ def gfd_labels(facts, mig_strategy, sharing, warnings):
     return labels
 
 
+def gpu_present(facts):
+    """nvidia.com/gpu.present: an NVIDIA GPU on the PCI bus (the classes the Operator counts, discovery's GPU_CLASSES), or
+    one nvidia-smi lists. Without one the Operator deploys nothing on the node, and site.yml ends it after its labels."""
+    return bool(facts['pci_gpus'] or facts['gpus'])
+
+
 def deploy_labels(mig_capable, overrides):
     """The Operator's state labels for container workloads; `overrides` maps component -> value."""
     components = list(DEPLOY_COMPONENTS) + ([MIG_MANAGER_COMPONENT] if mig_capable else [])
@@ -286,7 +292,7 @@ def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_
         labels.update(kernel_labels(facts['kernel_release']))
     labels.update(os_release_labels(facts.get('os_release') or {}))
     labels.update(pci_labels(facts['pci_gpus']))
-    if facts['pci_gpus'] or facts['gpus']:
+    if gpu_present(facts):
         labels[PRESENT] = 'true'
         if facts['gpus']:
             labels.update(gfd_labels(facts, mig_strategy, sharing, warnings))

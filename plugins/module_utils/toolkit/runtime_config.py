@@ -20,6 +20,7 @@
 - plan_file(): the whole present/absent planner for runtimes configured in a
   single file (Docker's daemon.json, CRI-O's drop-in).
 - gather() and execute(): the I/O, shared by all three modules.
+- without_tomlkit(): what the TOML runtimes' modules do on a node without tomlkit.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -29,6 +30,8 @@ import json
 import os
 import re
 import stat
+
+from ansible.module_utils.basic import missing_required_lib
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
@@ -639,3 +642,18 @@ def _roll_back(module, plan, order, modes, temp_dir, backups):
     if problems:
         return 'undoing what this run wrote failed too: %s' % '; '.join(problems)
     return 'nothing was changed' if not restored else 'what this run wrote was undone (%s)' % ', '.join(reversed(restored))
+
+
+# A fresh node has no tomlkit until the container toolkit stage installs python3-tomlkit, which check mode does not do.
+NO_TOMLKIT_PREVIEW = ('check mode: the preview of %s needs tomlkit on the node, and python3-tomlkit is not installed there yet '
+                      '(the run installs it before it configures the runtime): what the run would change in it is not shown')
+
+
+def without_tomlkit(module, path, keys, import_error):
+    """A node without tomlkit: check mode skips the preview of `path` and says why (a skip, not a failure: the run installs
+    tomlkit first); a run fails naming the library. `keys` are the module's other RETURN keys, null here."""
+    if module.check_mode:
+        result = dict.fromkeys(keys)
+        result.update(changed=False, skipped=True, msg=NO_TOMLKIT_PREVIEW % path, path=path, actions=[], notes=[NO_TOMLKIT_PREVIEW % path])
+        module.exit_json(**result)
+    module.fail_json(msg=missing_required_lib('tomlkit'), exception=import_error)

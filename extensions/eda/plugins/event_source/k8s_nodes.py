@@ -25,10 +25,14 @@ description:
     boot IDs, Ready after not Ready)."
   - "C(labels): a GPU node lost labels this collection set, or has another value in one (a C(nvidia.com/gpu.deploy.*)
     label someone set to another non-empty value is theirs, as for the GPU Operator)."
+  - "C(mig): the MIG manager applied a MIG layout on a GPU node (its C(nvidia.com/mig.config.state) label became
+    V(success) since the last look): the node's GPU labels are computed again, as GPU Feature Discovery's periodic refresh
+    does with the Operator. A layout applied before the source started gives no event."
   - A GPU node is one labelled NVIDIA by NFD or by this collection; examined nodes without a GPU give no events. Each
     change gives one event with all its reasons; a Node that stays as it is gives no further event.
-  - "The event: C(node) (the Node's name), C(reasons), C(labels_lost), C(labels_changed), C(boot_id), and C(meta.hosts)
-    (the node and O(limit_with)), which ansible-rulebook uses as the limit of C(run_playbook)."
+  - "The event: C(node) (the Node's name), C(reasons), C(labels_lost), C(labels_changed), C(boot_id), C(mig_config) (the
+    Node's C(nvidia.com/mig.config)), and C(meta.hosts) (the node and O(limit_with)), which ansible-rulebook uses as the
+    limit of C(run_playbook)."
   - When the watch expires or the API fails, the Nodes are listed again (after 1, 2, 5, 10, then every 30 seconds);
     a Node whose change was missed meanwhile gives its event then. Credentials the API refuses (401, 403) stop the source.
   - Needs the C(kubernetes) Python library and ansible-core where ansible-rulebook runs.

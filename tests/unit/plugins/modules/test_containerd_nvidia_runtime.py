@@ -192,3 +192,22 @@ def test_verify_that_fails_gives_back_what_the_run_wrote(capsys, tmp_path, monke
     assert result['msg'] == ('containerd --config %s config dump does not show the NVIDIA runtimes as written: %s; what this run '
                              'wrote was undone (%s%s, %s)' % (config, problem, config, STATE_SUFFIX, config))
     assert snapshot(node) == before
+
+
+@pytest.mark.parametrize('module', ['containerd_nvidia_runtime', 'crio_nvidia_runtime'])
+def test_without_tomlkit_check_mode_says_why_and_a_run_fails(capsys, monkeypatch, config, module):
+    """A fresh node has no tomlkit until the container toolkit stage installs python3-tomlkit, which check mode does not:
+    the preview is skipped with a message that says so (the drift report lists it as not checked), a run fails naming the
+    library (issue #25). The config is not read, let alone written."""
+    from ansible_collections.gpuops.gpu_operator.plugins.modules import crio_nvidia_runtime  # pylint: disable=import-outside-toplevel
+    main = {'containerd_nvidia_runtime': containerd_nvidia_runtime, 'crio_nvidia_runtime': crio_nvidia_runtime}[module]
+    monkeypatch.setattr(main, 'HAS_TOMLKIT', False)
+    monkeypatch.setattr(main, 'TOMLKIT_IMPORT_ERROR', 'ModuleNotFoundError: No module named tomlkit')
+    before = snapshot(config.parent)
+    checked = run_module(capsys, main.main, dict(path=str(config), _ansible_check_mode=True))
+    assert checked['skipped'] is True and checked['changed'] is False and checked['actions'] == []
+    assert checked['msg'].startswith('check mode: the preview of %s needs tomlkit on the node' % config), checked['msg']
+    assert checked['notes'] == [checked['msg']] and checked['runtimes'] is None and checked['path'] == str(config)
+    failed = run_module(capsys, main.main, dict(path=str(config)), failed=True)
+    assert 'tomlkit' in failed['msg'] and 'skipped' not in failed
+    assert snapshot(config.parent) == before

@@ -13,6 +13,7 @@ import shutil
 import stat
 import time
 
+import pytest
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
@@ -38,6 +39,22 @@ def test_compute_only(capsys, monkeypatch):
     assert labels['nvidia.com/gpu.product'] == 'NVIDIA-H100-80GB-HBM3' and labels['nvidia.com/gpu.family'] == 'hopper'
     assert labels['nvidia.com/gpu.deploy.driver'] == 'pre-installed' and labels['nvidia.com/gpu.deploy.dcgm'] == 'false'
     assert result['discovery']['proc_driver_version'] == '590.48.01' and len(result['discovery']['nvidia_smi_errors']) == 1
+
+
+@pytest.mark.parametrize('fixture, smi_fixture, present', [
+    ('h100-sxm5-80gb-x1', None, True),
+    # No driver: nvidia-smi answers like one without a loaded driver; the PCI bus shows the GPU all the same.
+    ('t4', 'cpu-only', True),
+    # A VirtualBox guest: its VGA controller is not NVIDIA's.
+    ('cpu-only', None, False),
+])
+def test_gpu_present_says_whether_the_operator_would_count_the_node(capsys, monkeypatch, fixture, smi_fixture, present):
+    """site.yml ends a node after its labels on gpu_present false (issue #25): nothing installed on a CPU-only node."""
+    result = run(capsys, monkeypatch, fixture, smi_fixture=smi_fixture and os.path.join(GPUS, smi_fixture))
+    assert result['gpu_present'] is present
+    assert ('nvidia.com/gpu.present' in result['labels']) is present
+    # Given labels are not the node's: nothing is said of its GPUs.
+    assert run(capsys, monkeypatch, fixture, labels={})['gpu_present'] is None
 
 
 def test_nvidia_smi_failure_is_a_warning(capsys, monkeypatch):

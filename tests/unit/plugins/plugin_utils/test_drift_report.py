@@ -100,15 +100,19 @@ WHERE = {'host': 'node-a', 'stage': 'container_toolkit', 'task': 'Register'}
     pytest.param('skipped', {'false_condition': 'x', 'skip_reason': 'Conditional result was False'}, True, None,
                  id='a skip by its condition'),
     pytest.param('skipped', {'msg': 'remote module (x.y.z) does not support check mode'}, True,
-                 dict(WHERE, kind='not_checked'), id='a module without check mode'),
+                 dict(WHERE, kind='not_checked', message='remote module (x.y.z) does not support check mode'), id='a module without check mode'),
     pytest.param('skipped', {'msg': 'remote module (x.y.z) does not support check mode'}, False, None,
                  id='the same skip outside check mode says nothing'),
     pytest.param('skipped', {'results': [{'skipped': True, 'msg': 'This action (x) does not support check mode.'}]},
-                 True, dict(WHERE, kind='not_checked'), id='a loop skipped in check mode'),
+                 True, dict(WHERE, kind='not_checked', message='This action (x) does not support check mode.'), id='a loop skipped in check mode'),
     pytest.param('skipped', {'results': [{'skipped': True, 'false_condition': 'x'}, {'changed': False, 'msg': 'check mode'}]},
                  True, None, id='a loop whose items were skipped by their condition'),
     pytest.param('skipped', {'changed': False, 'cmd': ['/bin/true'], 'msg': 'Command would have run if not in check mode', 'rc': 0},
-                 True, dict(WHERE, kind='not_checked'), id='a command in check mode'),
+                 True, dict(WHERE, kind='not_checked', message='Command would have run if not in check mode'), id='a command in check mode'),
+    # site.yml ends a node without an NVIDIA GPU after its labels, with a fact that says so (issue #25).
+    pytest.param('ok', {'changed': False, 'ansible_facts': {'site_node_stage': 'done', 'site_node_end': 'no NVIDIA GPU'}}, False,
+                 dict(WHERE, kind='ended', message='no NVIDIA GPU'), id='a node ended early'),
+    pytest.param('ok', {'changed': False, 'ansible_facts': {'site_node_stage': 'done'}}, True, None, id='another fact: no event'),
 ])
 def test_event(status, result, check, expected):
     assert drift_report.event('node-a', 'container_toolkit', 'Register', status, result, check) == expected
@@ -177,12 +181,23 @@ def test_build_run_mode_words_and_failures():
          'unreachable': False}]
 
 
-def test_not_checked_is_listed_once():
-    skipped = dict(WHERE, kind='not_checked')
+def test_not_checked_is_listed_once_with_why():
+    why = 'check mode: the preview of /etc/containerd/config.toml needs tomlkit on the node'
+    skipped = dict(WHERE, kind='not_checked', message=why)
     report = drift_report.build([skipped, skipped], STATS, {'localhost'}, True, True, 'site.yml', 'now')
-    assert report['hosts']['node-a']['not_checked'] == [{'stage': 'container_toolkit', 'task': 'Register'}]
+    assert report['hosts']['node-a']['not_checked'] == [{'stage': 'container_toolkit', 'task': 'Register', 'message': why}]
     assert report['hosts']['node-a']['status'] == 'no drift'
-    assert drift_report.summary_lines(report)[2] == 'node-a: no drift; not checked (no check mode): container_toolkit / Register'
+    assert drift_report.summary_lines(report)[2] == 'node-a: no drift; not checked in check mode: container_toolkit / Register'
+    assert drift_report.text(report)[-3:] == ['', 'node-a / container_toolkit / Register not checked:', '    ' + why]
+
+
+def test_a_node_ended_early_says_why():
+    """A node site.yml ended after its labels (no NVIDIA GPU): its entry and its summary line say so (issue #25)."""
+    ended = dict(WHERE, kind='ended', message='no NVIDIA GPU')
+    report = drift_report.build([ended, LABELS], STATS, {'localhost'}, True, True, 'site.yml', 'now')
+    assert (report['hosts']['node-a']['ended'], report['hosts']['node-a']['status']) == ('no NVIDIA GPU', 'no drift')
+    assert report['hosts']['node-b']['ended'] is None
+    assert drift_report.summary_lines(report)[2] == 'node-a: no drift; ended: no NVIDIA GPU'
 
 
 def test_summary_lines():

@@ -113,9 +113,16 @@ def test_another_api_host_gets_no_connection_variables():
 
 # ---- events ------------------------------------------------------------------------------------------------
 
-JOINED, READY, LABELS = 'joined', 'ready', 'labels'
+JOINED, READY, LABELS, MIG = 'joined', 'ready', 'labels', 'mig'
 GPU = dict(labels=OURS, owned=OURS)
 DELIBERATE = dict(OURS, **{'nvidia.com/gpu.deploy.device-plugin': 'false'})
+
+
+def mig(state, **more):
+    """A GPU node as the MIG manager leaves it while it applies nvidia.com/mig.config (its state label; pending while it
+    works, with the deploy labels of the GPU clients paused: NVIDIA/mig-parted pkg/mig/reconfigure/reconfigure.go)."""
+    labels = dict(OURS, **{'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': state}, **more)
+    return node(labels=labels, owned=OURS)
 
 
 # Successive looks at one Node (None: the first look is the next one) and the reasons each gives.
@@ -145,6 +152,13 @@ DELIBERATE = dict(OURS, **{'nvidia.com/gpu.deploy.device-plugin': 'false'})
     ([node(labels={}, owned=OURS)], [[LABELS]]),
     # The annotation removed: not examined any more, joined again.
     ([node(**GPU), node(labels=OURS)], [[], [JOINED]]),
+    # The MIG manager applied a layout: once, when its state label becomes success (GFD relabels on its next look).
+    ([node(**GPU), mig('pending', **{'nvidia.com/gpu.deploy.device-plugin': 'paused-for-mig-change'}), mig('success'), mig('success')],
+     [[], [], [MIG], []]),
+    ([node(**GPU), mig('success')], [[], [MIG]]),
+    ([mig('success'), mig('failed'), mig('rebooting'), mig('success')], [[], [], [], [MIG]]),
+    # Success at the first look: applied before the source watched, maybe labelled by the run since; no event.
+    ([mig('success')], [[]]),
     # A reboot that also lost labels: one event with both reasons.
     ([node(ready=True, boot_id='b1', **GPU), node(ready=True, boot_id='b2', labels={}, owned=OURS)], [[], [READY, LABELS]]),
 ])
@@ -161,13 +175,17 @@ def test_details_name_the_labels_and_the_boot():
     labels['nvidia.com/gpu.product'] = 'Tesla-T4'
     _state, reasons, details = k8s_nodes.observe(None, node(labels=labels, owned=OURS, boot_id='b9'))
     assert reasons == [LABELS]
-    assert details == {'labels_lost': ['nvidia.com/gpu.present'], 'labels_changed': ['nvidia.com/gpu.product'], 'boot_id': 'b9'}
+    assert details == {'labels_lost': ['nvidia.com/gpu.present'], 'labels_changed': ['nvidia.com/gpu.product'], 'boot_id': 'b9',
+                       'mig_config': None}
+    state = k8s_nodes.observe(None, mig('pending'))[0]
+    assert k8s_nodes.observe(state, mig('success'))[1:] == ([MIG], {'labels_lost': [], 'labels_changed': [], 'boot_id': None,
+                                                                    'mig_config': 'all-1g.10gb'})
 
 
 def test_observer_events_limit_the_run_to_the_node_and_the_api_host():
     observer = k8s_nodes.Observer(['kube_api'])
     events = observer.listed([node('gpu-1', **GPU), node('new-1')])
-    assert events == [{'node': 'new-1', 'reasons': [JOINED], 'labels_lost': [], 'labels_changed': [], 'boot_id': None,
+    assert events == [{'node': 'new-1', 'reasons': [JOINED], 'labels_lost': [], 'labels_changed': [], 'boot_id': None, 'mig_config': None,
                        'meta': {'hosts': ['new-1', 'kube_api']}}]
     assert observer.watched('MODIFIED', node('gpu-1', labels={}, owned=OURS))['labels_lost'] == sorted(OURS)
     assert observer.watched('DELETED', node('gpu-1')) is None and 'gpu-1' not in observer.states

@@ -37,6 +37,28 @@ def test_nvidia_display_devices(fixture, addresses):
         assert len(devices) == 10 and any(dev['pci_class'] == '0x030000' for dev in devices)
 
 
+# Which PCI functions make a node a GPU node, as the GPU Operator decides it from NFD's labels. SOURCE: NVIDIA/gpu-operator
+# v26.7.0 deployments/gpu-operator/values.yaml (node-feature-discovery worker config, sources.pci: deviceClassWhitelist
+# "02", "0200", "0207", "0300", "0302", deviceLabelFields [vendor], so pci-10de.present) and controllers/state_manager.go
+# (gpuNodeLabels: pci-10de.present, pci-0302_10de.present, pci-0300_10de.present = "true"; hasGPULabels, which
+# nodelabeling_controller.go's reconcileCommonGPULabel turns into nvidia.com/gpu.present). NFD's own default whitelist
+# ("03") gives a 0380 or 0301 function pci-0380_10de.present / pci-0301_10de.present, which the Operator does not count.
+@pytest.mark.parametrize('vendor, pci_class, gpu', [
+    ('0x10de', '0x030000', True),   # VGA compatible controller
+    ('0x10de', '0x030200', True),   # 3D controller
+    ('0x10de', '0x030100', False),  # XGA controller: not one of the Operator's labels
+    ('0x10de', '0x038000', False),  # other display controller: likewise
+    ('0x10de', '0x068000', False),  # NVSwitch (bridge): not whitelisted
+    # A network function: the chart's whitelist gives it pci-10de.present; no GPU here (docs: the gpu_node_labels README).
+    ('0x10de', '0x020000', False),
+    ('0x15b3', '0x020000', False),  # a ConnectX NIC, what the chart's "02" entries are for
+    ('0x80ee', '0x030000', False),  # another vendor's VGA controller (the cpu-only capture has one)
+])
+def test_gpu_classes_as_the_operator_counts_them(vendor, pci_class, gpu):
+    device = dict(address='0000:01:00.0', vendor=vendor, device='0x0000', pci_class=pci_class, driver=None, virtual_function=False)
+    assert disc.nvidia_display_devices([device]) == ([device] if gpu else [])
+
+
 @pytest.mark.parametrize('fixture, version', [
     ('h100-sxm5-80gb-x1', '590.48.01'), ('a100-sxm4-80gb-mig', '535.54.03'), ('t4', None), ('cpu-only', None)])
 def test_proc_driver_version(fixture, version):
