@@ -246,6 +246,11 @@ def resolve(policy, registry, nodes, operands):
         if spec['imagePullPolicy'] not in PULL_POLICIES:
             raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (operand.section, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
     common = resolved['daemonsets']
+    # The Operator sets a DaemonSet's priority class and tolerations only from a non-empty value (object_controls.go
+    # applyCommonDaemonsetConfig): an empty one keeps its assets' (system-node-critical, the nvidia.com/gpu toleration).
+    for key in ('priorityClassName', 'tolerations'):
+        if not common[key]:
+            common[key] = common_defaults()['daemonsets'][key]
     if common['updateStrategy'] not in ('RollingUpdate', 'OnDelete'):
         raise PolicyError('daemonsets.updateStrategy must be RollingUpdate or OnDelete, not %r' % common['updateStrategy'])
     max_unavailable(common['rollingUpdate']['maxUnavailable'])

@@ -151,6 +151,21 @@ def test_defaults():
     assert 'shareProcessNamespace' not in pod, 'no config-manager, nothing to share'
 
 
+def test_empty_priority_class_and_tolerations_keep_the_assets():
+    """The Operator overrides a DaemonSet's priority class and tolerations only with a non-empty value (SOURCE:
+    NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go applyCommonDaemonsetConfig; each asset DaemonSet has
+    system-node-critical and the nvidia.com/gpu toleration), so "" and [] keep them, on the operands and the validator."""
+    scenario = {'policy': {'daemonsets': {'priorityClassName': '', 'tolerations': []}}}
+    daemonsets = by_name(render(scenario)['present'] + validator_objects(scenario), 'DaemonSet')
+    assert daemonsets
+    for daemonset in daemonsets.values():
+        pod = daemonset['spec']['template']['spec']
+        assert pod['priorityClassName'] == 'system-node-critical'
+        assert pod['tolerations'] == [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]
+    custom = render({'policy': {'daemonsets': {'priorityClassName': 'gpu-critical'}}})['present']
+    assert by_name(custom, 'DaemonSet')['nvidia-device-plugin-daemonset']['spec']['template']['spec']['priorityClassName'] == 'gpu-critical'
+
+
 def test_release_defaults_are_stated_once():
     """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
     resolved = render({})['resolved']['spec']
