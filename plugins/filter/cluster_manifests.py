@@ -44,8 +44,8 @@ def node_label_settings(resolved, node_config='', nfd_enabled=False):
 
 
 class FilterModule(object):
-    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes,
-    gpu_node_toolkit, check_mode_preview."""
+    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings,
+    with_device_plugin_config_map, unused_runtime_classes, gpu_node_toolkit, check_mode_preview."""
 
     def filters(self):
         return {
@@ -54,6 +54,7 @@ class FilterModule(object):
             'cluster_operands': checked(cluster_operands),
             'cluster_policy': checked(registry.cluster_policy),
             'node_label_settings': checked(node_label_settings),
+            'with_device_plugin_config_map': checked(plugin_config.with_config_map),
             'unused_runtime_classes': checked(prerequisites.unused_runtime_classes),
             'gpu_node_toolkit': gpu_node_toolkit,
             'check_mode_preview': checked(cluster_objects.check_mode_preview),

@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
@@ -24,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests im
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, prerequisites as cm, registry, skeleton, validation
 
+REPO = Path(__file__).resolve().parents[5]
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
 NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy'}
@@ -261,13 +263,41 @@ def test_label_settings_follow_the_plugin_config():
     assert label_settings({'migManager': {'enabled': False}, 'mig': {'strategy': 'mixed'}})['mig_config'] == ''
     with pytest.raises(GpuOpsError, match="no device plugin config 'other' in devicePlugin.config.data"):
         label_settings(spec, 'other')
-    with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
+    with pytest.raises(GpuOpsError, match='the ConfigMap was not read'):
         label_settings(SCENARIOS['external device plugin ConfigMap']['policy'])
     # GFD Pods (with NFD) read the ConfigMap themselves; without NFD the labels stage would write their labels and cannot
     external_with_gfd = dict(SCENARIOS['external device plugin ConfigMap']['policy'], gfd={'enabled': True})
     assert label_settings(external_with_gfd, nfd_enabled=True)['sharing']['strategy'] == 'none'
-    with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
+    with pytest.raises(GpuOpsError, match='the ConfigMap was not read'):
         label_settings(external_with_gfd)
+
+
+NVIDIA_TIME_SLICING = yaml.safe_load((REPO / 'tests' / 'fixtures' / 'nvidia-docs' / 'time-slicing-config-all.yaml').read_text())
+FOUR_REPLICAS = {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': False}
+
+
+def test_nvidias_time_slicing_example_under_the_default_strategy():
+    """NVIDIA's documented ConfigMap (tests/fixtures/nvidia-docs/SOURCE.md), unchanged, says flags.migStrategy none: the
+    plugin's MIG_STRATEGY (mig.strategy, single by default) wins over it, so it is accepted and read under single - as
+    the chart's config.data, and as the ConfigMap its user created and the policy names (the kubectl flow)."""
+    named = {'devicePlugin': {'config': {'name': 'time-slicing-config-all', 'default': 'any'}}}
+    given = {'devicePlugin': {'config': dict(named['devicePlugin']['config'], data=NVIDIA_TIME_SLICING['data'])}}
+    assert label_settings(given)['sharing'] == FOUR_REPLICAS
+    assert plugin_config.configs(registry.resolution(given)['spec']['devicePlugin']['config'], 'mixed')['any']['flags'] == {'migStrategy': 'none'}
+
+    resolved = registry.resolution(named)
+    assert plugin_config.config_map_to_read(resolved) == 'time-slicing-config-all'
+    read = plugin_config.with_config_map(resolved, {'resources': [NVIDIA_TIME_SLICING]})
+    assert plugin_config.node_label_settings(read)['sharing'] == FOUR_REPLICAS
+    assert read['spec']['devicePlugin']['config']['create'] is False, 'the ConfigMap is its user\'s'
+    assert plugin_config.config_maps(read['spec'], 'gpu-operator') == [] and registry.cluster_policy(read)['spec']['devicePlugin']['config'] == {
+        'name': 'time-slicing-config-all', 'default': 'any'}
+    assert plugin_config.with_config_map(registry.resolution(given), None) == registry.resolution(given), 'data given: nothing to read'
+    with pytest.raises(GpuOpsError, match="there is no ConfigMap time-slicing-config-all in namespace gpu-operator"):
+        plugin_config.with_config_map(resolved, {'resources': []})
+    with pytest.raises(GpuOpsError, match="devicePlugin.config.default 'other' is not in ConfigMap gpu-operator/time-slicing-config-all"):
+        plugin_config.with_config_map(registry.resolution({'devicePlugin': {'config': {'name': 'time-slicing-config-all', 'default': 'other'}}}),
+                                      {'resources': [NVIDIA_TIME_SLICING]})
 
 
 def test_cdi_follows_the_nodes():
@@ -391,7 +421,7 @@ def sharing(kind, resources, **extra):
     (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2, 'devices': [0]}]), 'devices: the device plugin shares all devices'),
     (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2}], renameByDefault='yes'), 'renameByDefault must be true or false'),
     (dict(sharing('mps', [{'name': 'nvidia.com/gpu', 'replicas': 2}]), mig={'strategy': 'mixed'}), 'refuses MPS with migStrategy mixed'),
-    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'flags': {'migStrategy': 'none'}}}}}}, "flags.migStrategy 'none' differs from mig.strategy"),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'flags': {'migStrategy': 'all'}}}}}}, 'flags.migStrategy must be one of'),
     ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'version': 'v2'}}}}}, 'version must be v1'),
     ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'shareing': {}}}}}}, 'unknown key(s) shareing'),
     ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': 'sharing: [a'}}}}, 'devicePlugin.config.data.x is not valid YAML'),
