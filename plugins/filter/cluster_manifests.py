@@ -33,9 +33,12 @@ def gpu_node_toolkit(hosts, hostvars):
     return plain(found, 'hostvars')
 
 
-def cluster_operands(resolved, namespace='gpu-operator', service_monitor_crd=False):
-    """The operands' objects: {'present': to apply, 'absent': identities to remove} (registry.render)."""
-    return registry.render(resolved, namespace, service_monitor_crd=service_monitor_crd)
+def cluster_operands(resolved, namespace='gpu-operator', service_monitor_crd=False, config_maps=None):
+    """The operands' objects: {'present': to apply, 'absent': identities to remove} (registry.render); `config_maps`: the
+    ConfigMaps earlier runs made from config data (k8s_info's resources), those no longer named are removed too."""
+    rendered = registry.render(resolved, namespace, service_monitor_crd=service_monitor_crd)
+    rendered['absent'] += registry.stale_config_maps(rendered['present'], config_maps)
+    return rendered
 
 
 def node_label_settings(resolved, node_config='', nfd_enabled=False):

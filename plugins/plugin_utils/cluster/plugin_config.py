@@ -21,7 +21,6 @@ import copy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
     DEVICE_PLUGIN_CONFIG, GPU_RESOURCE, MIG_RESOURCE_PREFIX, MIG_STRATEGIES, SHARING_KINDS, config_sharing, selected_config)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import skeleton
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import field_env, mount, set_env, value_env
 
@@ -200,7 +199,7 @@ def config_maps(resolved, namespace):
     if not config['create']:
         return []
     data = dict((name, value if isinstance(value, str) else skeleton.to_yaml(value)) for name, value in config['data'].items())
-    return [config_map(config['name'], namespace, data)]
+    return [skeleton.data_config_map('devicePlugin.config', config['name'], namespace, data)]
 
 
 def with_config(pod, resolved, resources):

@@ -300,6 +300,31 @@ def test_nvidias_time_slicing_example_under_the_default_strategy():
                                       {'resources': [NVIDIA_TIME_SLICING]})
 
 
+def test_config_maps_made_from_data_are_removed_once_no_longer_named():
+    """Each ConfigMap made from a config section's data carries gpuops.io/config-of; a later run removes those its settings
+    neither make nor mount (the policy stopped naming them), never one without the label (its user's)."""
+    scenario = {'policy': {'devicePlugin': {'config': {'name': 'plugin-a', 'default': 'ts', 'data': {'ts': TIME_SLICING}}},
+                           'dcgmExporter': {'config': {'name': 'metrics-a', 'data': 'DCGM_FI_DEV_GPU_UTIL, gauge, util\n'}}}}
+    made = dict((o['metadata']['name'], o['metadata']['labels'].get(skeleton.CONFIG_OF)) for o in render(scenario)['present'] if o['kind'] == 'ConfigMap')
+    assert made['plugin-a'] == 'devicePlugin.config' and made['metrics-a'] == 'dcgmExporter.config'
+    assert made['default-mig-parted-config'] is None and made['nvidia-device-plugin-entrypoint'] is None, 'only those made from data'
+
+    def cluster_map(name, section=None):
+        labels = {'app.kubernetes.io/managed-by': 'gpuops.gpu_operator'}
+        if section:
+            labels[skeleton.CONFIG_OF] = section
+        return {'metadata': {'name': name, 'namespace': 'gpu-operator', 'labels': labels}, 'data': {}}
+
+    found = [cluster_map('plugin-a', 'devicePlugin.config'), cluster_map('plugin-old', 'devicePlugin.config'),
+             cluster_map('metrics-a', 'dcgmExporter.config'), cluster_map('users-own')]
+    operands = FilterModule().filters()['cluster_operands']
+    stale = [o for o in operands(resolution(scenario), config_maps=found)['absent'] if o['kind'] == 'ConfigMap']
+    assert stale == [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'plugin-old', 'namespace': 'gpu-operator'}}]
+    # Named without data now (NVIDIA's kubectl flow over a map an earlier run made): mounted, so kept.
+    named = resolution({'policy': {'devicePlugin': {'config': {'name': 'plugin-old'}}}})
+    assert [o['metadata']['name'] for o in operands(named, config_maps=found)['absent'] if o['kind'] == 'ConfigMap'] == ['plugin-a', 'metrics-a']
+
+
 def test_cdi_follows_the_nodes():
     rendered = render(SCENARIOS['CDI'])
     plugin = env_of(pod_of(rendered, 'nvidia-device-plugin-daemonset')['containers'][0])
