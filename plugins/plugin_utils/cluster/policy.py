@@ -22,7 +22,7 @@ import re
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import host_sections, images
 
 # The GPU Operator release whose defaults (deployments/gpu-operator/values.yaml) and operand layouts
 # (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this, the operands' images
@@ -55,7 +55,7 @@ def common_defaults():
 
 def defaults(operands):
     """The Operator's defaults for the fields honoured here: the shared sections and each operand's own."""
-    found = common_defaults()
+    found = dict(common_defaults(), **host_sections.defaults())
     found.update((operand.section, operand.section_defaults()) for operand in operands if operand.image)
     return found
 
@@ -72,15 +72,9 @@ COMMON_SCHEMA = {
 
 
 def schema(operands):
-    """The fields honoured: the shared sections and each operand's own."""
-    return dict(COMMON_SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image))
+    """The fields honoured: the shared sections, those the node roles do (driver, toolkit) and each operand's own."""
+    return dict(COMMON_SCHEMA, **dict(host_sections.SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image)))
 
-
-# Sections the node-side roles do instead: only their "not deployed by the Operator" value is accepted.
-HOST_SECTIONS = {
-    'driver': 'the driver is installed on the host by the nvidia_driver role (nvidia_driver_* variables)',
-    'toolkit': 'the container toolkit is set up on the host by the container_toolkit role (container_toolkit_* variables)',
-}
 _TYPES = {
     'str': (str,), 'bool': (bool,), 'dict': (dict,), 'strmap': (dict,), 'strlist': (list,), 'dictlist': (list,), 'env': (list,),
     'resources': (dict,), 'scalar': (str, int),
@@ -122,10 +116,6 @@ def _check_fields(spec, fields, where):
     for key in sorted(spec):
         path = '%s.%s' % (where, key) if where else key
         if key not in fields:
-            if not where and key in HOST_SECTIONS:
-                if spec[key] == {'enabled': False}:
-                    continue
-                raise PolicyError('%s: %s; only {enabled: false} is accepted here' % (path, HOST_SECTIONS[key]))
             raise PolicyError('%s is not honoured by this collection (it honours %s); see %s' % (path, ', '.join(
                 '%s.%s' % (where, name) if where else name for name in sorted(fields)), DOCS))
         if isinstance(fields[key], dict):
@@ -179,11 +169,12 @@ def merge_args(args, overrides):
 
 # --- what the GPU nodes decide ------------------------------------------------------------------
 
-def node_toolkit(nodes):
-    """{host: {runtime_name, cdi_enabled, install_dir}} of the GPU nodes, the container_toolkit defaults filled in."""
+def node_toolkit(nodes, node_defaults=None):
+    """{host: {runtime_name, cdi_enabled, install_dir}} of the GPU nodes, `node_defaults` (what the ClusterPolicy makes of
+    a node that sets nothing: host_sections.node_toolkit_defaults) or the container_toolkit defaults filled in."""
     found = {}
     for node in nodes or []:
-        settings = dict(TOOLKIT_DEFAULTS)
+        settings = dict(node_defaults or TOOLKIT_DEFAULTS)
         settings.update((key, value) for key, value in node.items() if value not in (None, '') and key in TOOLKIT_DEFAULTS)
         found[node.get('host') or '?'] = settings
     return found
@@ -260,7 +251,8 @@ def resolve(policy, registry, nodes, operands):
         raise PolicyError('cdi.default is deprecated in the GPU Operator and has no effect there; cdi.enabled makes CDI the default')
     for operand in operands:
         operand.check(resolved)
-    toolkit = node_toolkit(nodes)
+    host_sections.check(resolved)
+    toolkit = node_toolkit(nodes, host_sections.node_toolkit_defaults(resolved))
     resolved['operator']['runtimeClass'] = _from_nodes(toolkit, 'runtime_name', 'container_toolkit_runtime_name',
                                                        resolved['operator']['runtimeClass'], 'operator.runtimeClass')
     if not re.match(r'^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', resolved['operator']['runtimeClass']):
@@ -279,9 +271,11 @@ def max_unavailable(value):
     raise PolicyError('daemonsets.rollingUpdate.maxUnavailable must be a number or a percentage, not %r' % (value,))
 
 
-def cdi_hook_path(nodes):
-    """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them."""
-    install_dir = _from_nodes(node_toolkit(nodes), 'install_dir', 'container_toolkit_install_dir', None, None)
+def cdi_hook_path(nodes, resolved=None):
+    """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them; `resolved`:
+    the resolved spec, whose toolkit.installDir a node that sets nothing follows."""
+    install_dir = _from_nodes(node_toolkit(nodes, resolved and host_sections.node_toolkit_defaults(resolved)), 'install_dir',
+                              'container_toolkit_install_dir', None, None)
     return install_dir.rstrip('/') + '/nvidia-cdi-hook'
 
 

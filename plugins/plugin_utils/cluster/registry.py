@@ -37,7 +37,7 @@ def resolution(spec=None, registry='', nodes=None):
     `registry` mirrors the default images; `nodes` are the GPU nodes' container toolkit settings.
     """
     resolved = policy.resolve(spec, registry, nodes, OPERANDS)
-    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else ''}
+    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes, resolved) if resolved['cdi']['enabled'] else ''}
 
 
 def context(resolved, namespace, service_monitor_crd=False):
