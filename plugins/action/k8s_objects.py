@@ -8,22 +8,23 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.kubernetes.core.plugins.action.k8s import ActionModule as K8sAction
+from ansible.plugins.action import ActionBase
 
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.drift_report import object_diffs
 
 MODULE = 'kubernetes.core.k8s'
 
 
-class ActionModule(K8sAction):
-    """kubernetes.core.k8s, whose result also carries each object's diff where ansible-core's callbacks print a task's."""
-
-    def _execute_module(self, module_name=None, **kwargs):
-        # kubernetes.core's action runs the module of the task's name: here that is its own module's.
-        return super(ActionModule, self)._execute_module(module_name=MODULE, **kwargs)
+class ActionModule(ActionBase):
+    """kubernetes.core.k8s (its action plugin, which runs its module), whose result also carries each object's diff where
+    ansible-core's callbacks print a task's."""
 
     def run(self, tmp=None, task_vars=None):
-        result = super(ActionModule, self).run(tmp, task_vars)
+        task = self._task.copy()
+        task.action = MODULE  # kubernetes.core's action runs the module of the task's name
+        action = self._shared_loader_obj.action_loader.get(MODULE, task=task, connection=self._connection, play_context=self._play_context,
+                                                           loader=self._loader, templar=self._templar, shared_loader_obj=self._shared_loader_obj)
+        result = action.run(tmp, task_vars)
         diffs = object_diffs(result)
         if diffs:
             result['diff'] = diffs

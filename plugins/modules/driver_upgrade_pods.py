@@ -13,7 +13,7 @@ short_description: The Pod steps of the GPU Operator's driver upgrade on one nod
 description:
   - O(step=wait-for-jobs) (the Operator's C(wait-for-jobs-required)) waits while a Pod of the node that O(pod_selector)
     matches is Running or Pending, at most O(timeout) seconds (V(0) for ever), then returns - on a timeout too
-    (RV(timed_out)): the Operator then goes on to delete the GPU Pods.
+    (RV(timed_out)); the Operator then goes on to delete the GPU Pods.
   - O(step=pod-deletion) (C(pod-deletion-required)) deletes the node's Pods that use a GPU - Running or Pending Pods one of
     whose containers requests or limits a resource named C(nvidia.com/gpu...) or C(nvidia.com/mig-...) - through the
     Eviction API, so PodDisruptionBudgets apply, and waits until they are gone, at most O(timeout) seconds (V(0) for

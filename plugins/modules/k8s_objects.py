@@ -13,7 +13,7 @@ module: k8s_objects
 short_description: Apply or remove several Kubernetes objects with kubernetes.core.k8s, each object's diff shown
 description:
   - Runs M(kubernetes.core.k8s) with the options given, unchanged. Given several objects, M(kubernetes.core.k8s) returns
-    each one's result, with its C(diff), under RV(result.results); ansible-core's callbacks print only a task's top-level
+    each one's result, with its C(diff), under C(result.results); ansible-core's callbacks print only a task's top-level
     C(diff), so C(--check --diff) showed the task changed but no object. This action also returns each changed object's
     diff as the task's C(diff) list, headed by what is done to it (C(create DaemonSet gpu-operator/nvidia-dcgm-exporter)),
     so that C(--diff) shows them with any callback; credentials in them are redacted.
@@ -23,11 +23,6 @@ author:
   - gpuops developers (@gpuops)
 extends_documentation_fragment:
   - ansible.builtin.action_common_attributes
-  - kubernetes.core.k8s_name_options
-  - kubernetes.core.k8s_resource_options
-  - kubernetes.core.k8s_auth_options
-  - kubernetes.core.k8s_wait_options
-  - kubernetes.core.k8s_delete_options
 options:
   state:
     description: As M(kubernetes.core.k8s)'s C(state).
@@ -38,6 +33,20 @@ options:
     description: As M(kubernetes.core.k8s)'s C(apply).
     type: bool
     default: false
+  definition:
+    description: The objects, a list (or one), as M(kubernetes.core.k8s)'s C(definition).
+    type: raw
+  wait:
+    description: As M(kubernetes.core.k8s)'s C(wait).
+    type: bool
+    default: false
+  wait_timeout:
+    description: As M(kubernetes.core.k8s)'s C(wait_timeout).
+    type: int
+    default: 120
+notes:
+  - Every other option of M(kubernetes.core.k8s) (its authentication options, C(namespace), C(continue_on_error), ...) is
+    passed to it unchanged.
 attributes:
   check_mode:
     support: full
@@ -49,8 +58,8 @@ attributes:
     platforms: posix
 requirements:
   - kubernetes (the Python client), as for M(kubernetes.core.k8s)
-notes:
-  - Runs on the host that reaches the Kubernetes API, as M(kubernetes.core.k8s) does.
+seealso:
+  - module: kubernetes.core.k8s
 '''
 
 EXAMPLES = r'''

@@ -75,6 +75,7 @@ def schema(operands):
     """The fields honoured: the shared sections, those the node roles do (driver, toolkit) and each operand's own."""
     return dict(COMMON_SCHEMA, **dict(host_sections.SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image)))
 
+
 _TYPES = {
     'str': (str,), 'bool': (bool,), 'dict': (dict,), 'strmap': (dict,), 'strlist': (list,), 'dictlist': (list,), 'env': (list,),
     'resources': (dict,), 'scalar': (str, int),
