@@ -33,9 +33,12 @@ def gpu_node_toolkit(hosts, hostvars):
     return plain(found, 'hostvars')
 
 
-def cluster_operands(resolved, namespace='gpu-operator', service_monitor_crd=False):
-    """The operands' objects: {'present': to apply, 'absent': identities to remove} (registry.render)."""
-    return registry.render(resolved, namespace, service_monitor_crd=service_monitor_crd)
+def cluster_operands(resolved, namespace='gpu-operator', service_monitor_crd=False, config_maps=None):
+    """The operands' objects: {'present': to apply, 'absent': identities to remove} (registry.render); `config_maps`: the
+    ConfigMaps earlier runs made from config data (k8s_info's resources), those no longer named are removed too."""
+    rendered = registry.render(resolved, namespace, service_monitor_crd=service_monitor_crd)
+    rendered['absent'] += registry.stale_config_maps(rendered['present'], config_maps)
+    return rendered
 
 
 def node_label_settings(resolved, node_config='', nfd_enabled=False):
@@ -44,8 +47,8 @@ def node_label_settings(resolved, node_config='', nfd_enabled=False):
 
 
 class FilterModule(object):
-    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings, unused_runtime_classes,
-    gpu_node_toolkit, check_mode_preview."""
+    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings,
+    with_device_plugin_config_map, unused_runtime_classes, gpu_node_toolkit, check_mode_preview."""
 
     def filters(self):
         return {
@@ -54,6 +57,7 @@ class FilterModule(object):
             'cluster_operands': checked(cluster_operands),
             'cluster_policy': checked(registry.cluster_policy),
             'node_label_settings': checked(node_label_settings),
+            'with_device_plugin_config_map': checked(plugin_config.with_config_map),
             'unused_runtime_classes': checked(prerequisites.unused_runtime_classes),
             'gpu_node_toolkit': gpu_node_toolkit,
             'check_mode_preview': checked(cluster_objects.check_mode_preview),

@@ -11,6 +11,8 @@ __metaclass__ = type
 from ansible.module_utils.parsing.convert_bool import boolean
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import host_sections
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
 
 
 def runtime_variants(cdi_enabled):
@@ -18,10 +20,16 @@ def runtime_variants(cdi_enabled):
     return contract.runtime_variants(boolean(cdi_enabled))
 
 
+def container_toolkit_settings(resolved):
+    """host_sections.container_toolkit_settings of the run's ClusterPolicy (role gpu_operator_policy's resolution)."""
+    return host_sections.container_toolkit_settings(resolved['spec'])
+
+
 class FilterModule(object):
-    """runtime_variants."""
+    """runtime_variants, container_toolkit_settings."""
 
     def filters(self):
         return {
             'runtime_variants': runtime_variants,
+            'container_toolkit_settings': checked(container_toolkit_settings),
         }

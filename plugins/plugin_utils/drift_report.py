@@ -85,6 +85,22 @@ def _object_label(one):
     return ' '.join(str(part) for part in (one.get('method'), found.get('kind'), name) if part) or None
 
 
+def object_diffs(result):
+    """Each changed object's diff of a kubernetes.core.k8s result given several objects (under result.results), as one
+    `diff` list the way ansible-core's callbacks print a task's diff, each headed by what was done to the object;
+    credentials redacted. None for a result of one object (its `diff` is at the top already) or without diffs."""
+    applied = result.get('result') if isinstance(result.get('result'), dict) else {}
+    if not isinstance(applied.get('results'), list):
+        return None
+    found = []
+    for one in applied['results']:
+        if not isinstance(one, dict) or not one.get('changed') or not isinstance(one.get('diff'), dict):
+            continue
+        header = _object_label(one) or 'object'
+        found.append(dict(redact_data(one['diff']), before_header=header, after_header=header))
+    return found or None
+
+
 def _changed_items(items, label):
     return [{'item': label(one), 'diff': render_diff(one.get('diff') or [])}
             for one in items if isinstance(one, dict) and one.get('changed') and not one.get('failed')]

@@ -3,8 +3,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 # SPDX-License-Identifier: GPL-3.0-or-later
 
-"""The rolling driver upgrade's decisions (role gpu_driver_upgrade), pure: the rollout plan from the ClusterPolicy's
-driver.upgradePolicy, a Node's upgrade state, and the Pods a drain has left.
+"""The rolling driver upgrade's decisions (role gpu_driver_upgrade), pure: the ClusterPolicy's driver.upgradePolicy
+checked, the rollout plan from it, a Node's upgrade state, and the Pods a drain has left.
 
 The vocabulary is the GPU Operator's: its upgrade controller's state label and skip labels on the Node, its
 driver.upgradePolicy fields and defaults, its drain-skip Pod label.
@@ -28,22 +28,27 @@ DRAIN_SKIP_SELECTOR = 'nvidia.com/gpu-driver-upgrade-drain.skip!=true'
 INITIAL_STATE_ANNOTATION = 'nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable'
 # The states in which the node's unschedulable flag is still the admin's, not the upgrade's cordon.
 STATES_BEFORE_CORDON = ('', 'upgrade-done', 'upgrade-required')
-# The GPU Operator's defaults of driver.upgradePolicy, but drain.enable: its default is false with GPU Pod deletion
-# first; a driver on the host serves every container on the node, so the upgrade drains.
+# The defaults of the ClusterPolicy's driver.upgradePolicy (k8s-operator-libs api/upgrade/v1alpha1/upgrade_spec.go,
+# kubebuilder defaults; waitForCompletion.podSelector and drain.podSelector have none).
 POLICY_DEFAULTS = {
+    'autoUpgrade': False,
     'maxParallelUpgrades': 1,
     'maxUnavailable': '25%',
-    'drain': {'enable': True, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False},
+    'waitForCompletion': {'podSelector': '', 'timeoutSeconds': 0},
+    'podDeletion': {'force': False, 'timeoutSeconds': 300, 'deleteEmptyDir': False},
+    'drain': {'enable': False, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False},
 }
+SECTIONS = ('waitForCompletion', 'podDeletion', 'drain')
 # The Operator's states between upgrade-required and upgrade-done: a Node in one of them is an upgrade in progress
 # (upgrade-failed too: the node stays cordoned until someone fixes it).
 IN_PROGRESS = ('cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'drain-required',
                'pod-restart-required', 'validation-required', 'uncordon-required', 'upgrade-failed')
-POLICY_KEYS = ('autoUpgrade', 'maxParallelUpgrades', 'maxUnavailable', 'drain')
-DRAIN_BOOLS = ('enable', 'force', 'deleteEmptyDir')
-USAGE = ('gpu_driver_upgrade_policy takes maxParallelUpgrades (0 = no limit), maxUnavailable (a number or a percentage), '
-         'autoUpgrade (ignored: this run is the upgrade) and drain.{enable, force, podSelector, timeoutSeconds, deleteEmptyDir}; '
-         'waitForCompletion and podDeletion are not supported')
+USAGE = ('%s takes autoUpgrade, maxParallelUpgrades (0 = no limit), maxUnavailable (a number or a percentage), '
+         'waitForCompletion.{podSelector, timeoutSeconds}, podDeletion.{force, timeoutSeconds, deleteEmptyDir} and '
+         'drain.{enable, force, podSelector, timeoutSeconds, deleteEmptyDir}, as the ClusterPolicy\'s driver.upgradePolicy')
+# The Helm chart's names for the ClusterPolicy's (deployments/gpu-operator/templates/clusterpolicy.yaml renders
+# driver.upgradePolicy.gpuPodDeletion as podDeletion).
+CHART_NAMES = {'gpuPodDeletion': 'podDeletion'}
 COUNT = re.compile(r'^[0-9]+$')
 PERCENT = re.compile(r'^([0-9]+)%$')
 BOOLS = {'true': True, 'yes': True, 'on': True, '1': True, 'false': False, 'no': False, 'off': False, '0': False}
@@ -53,60 +58,69 @@ class UpgradePolicyError(GpuOpsError):
     """A driver.upgradePolicy the upgrade cannot follow; the message says what the policy takes."""
 
 
-def _refuse(problem):
-    raise UpgradePolicyError('%s. %s.' % (USAGE, problem))
+def _refuse(where, problem):
+    raise UpgradePolicyError('%s. %s.' % (USAGE % where, problem))
 
 
-def _count(value, where):
+def _count(value, where, field):
     """A whole number >= 0, given as a number or as digits (-e key=value gives strings)."""
-    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and COUNT.match(value.strip()))):
-        _refuse('%s must be a whole number of 0 or more, not %r' % (where, value))
-    count = int(value)
-    if count < 0:
-        _refuse('%s must be a whole number of 0 or more, not %r' % (where, value))
-    return count
+    if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, str) and COUNT.match(value.strip()))) or int(value) < 0:
+        _refuse(where, '%s must be a whole number of 0 or more, not %r' % (field, value))
+    return int(value)
 
 
-def _bool(value, where):
+def _bool(value, where, field):
     if isinstance(value, bool):
         return value
     if isinstance(value, (str, int)) and str(value).strip().lower() in BOOLS:
         return BOOLS[str(value).strip().lower()]
-    _refuse('%s must be true or false, not %r' % (where, value))
+    _refuse(where, '%s must be true or false, not %r' % (field, value))
 
 
-def policy(settings):
-    """The policy in effect: `settings` (gpu_driver_upgrade_policy) over the defaults, checked and normalised."""
+def _selector(value, where, field):
+    if not isinstance(value, str):
+        _refuse(where, '%s must be a label selector string, not %r' % (field, value))
+    return value.strip()
+
+
+def policy(settings, where='gpu_driver_upgrade_policy'):
+    """The policy in effect: `settings` (a ClusterPolicy's driver.upgradePolicy) over the defaults, checked and
+    normalised; `where` names it in the messages."""
     settings = {} if settings is None else settings
     if not isinstance(settings, dict):
-        _refuse('It is a mapping, not %r' % (settings,))
-    unknown = sorted(set(settings) - set(POLICY_KEYS))
-    if unknown:
-        _refuse('Not understood: %s' % ', '.join(str(key) for key in unknown))
-    drain = settings.get('drain')
-    drain = {} if drain is None else drain
-    if not isinstance(drain, dict):
-        _refuse('drain is a mapping, not %r' % (drain,))
-    unknown = sorted(set(drain) - set(POLICY_DEFAULTS['drain']))
-    if unknown:
-        _refuse('Not understood: %s' % ', '.join('drain.' + str(key) for key in unknown))
+        _refuse(where, 'It is a mapping, not %r' % (settings,))
+    chart = sorted(key for key in settings if key in CHART_NAMES)
+    if chart:
+        _refuse(where, '%s is the Helm chart\'s name; the ClusterPolicy calls it %s' % (chart[0], CHART_NAMES[chart[0]]))
+    unknown = sorted(str(key) for key in set(settings) - set(POLICY_DEFAULTS))
     found = copy.deepcopy(POLICY_DEFAULTS)
-    found['maxParallelUpgrades'] = _count(settings.get('maxParallelUpgrades', found['maxParallelUpgrades']), 'maxParallelUpgrades')
+    for section in SECTIONS:
+        given = settings.get(section)
+        given = {} if given is None else given
+        if not isinstance(given, dict):
+            _refuse(where, '%s is a mapping, not %r' % (section, given))
+        unknown += sorted('%s.%s' % (section, key) for key in set(given) - set(POLICY_DEFAULTS[section]))
+        for key, default in POLICY_DEFAULTS[section].items():
+            field = '%s.%s' % (section, key)
+            value = given.get(key, default)
+            found[section][key] = (_bool(value, where, field) if isinstance(default, bool) else _selector(value, where, field)
+                                   if key == 'podSelector' else _count(value, where, field))
+    if unknown:
+        _refuse(where, 'Not understood: %s' % ', '.join(unknown))
+    found['autoUpgrade'] = _bool(settings.get('autoUpgrade', found['autoUpgrade']), where, 'autoUpgrade')
+    found['maxParallelUpgrades'] = _count(settings.get('maxParallelUpgrades', found['maxParallelUpgrades']), where, 'maxParallelUpgrades')
     unavailable = settings.get('maxUnavailable', found['maxUnavailable'])
     if isinstance(unavailable, str) and PERCENT.match(unavailable.strip()):
         found['maxUnavailable'] = unavailable.strip()
     else:
-        found['maxUnavailable'] = _count(unavailable, 'maxUnavailable')
-    for key in DRAIN_BOOLS:
-        found['drain'][key] = _bool(drain.get(key, found['drain'][key]), 'drain.' + key)
-    found['drain']['timeoutSeconds'] = _count(drain.get('timeoutSeconds', found['drain']['timeoutSeconds']), 'drain.timeoutSeconds')
-    selector = drain.get('podSelector', found['drain']['podSelector'])
-    if not isinstance(selector, str):
-        _refuse('drain.podSelector must be a label selector string, not %r' % (selector,))
-    found['drain']['podSelector'] = selector.strip()
-    if 'autoUpgrade' in settings:
-        found['autoUpgrade'] = settings['autoUpgrade']
+        found['maxUnavailable'] = _count(unavailable, where, 'maxUnavailable')
     return found
+
+
+def of_cluster_policy(cluster_policy):
+    """driver.upgradePolicy of a ClusterPolicy given as its spec or as the whole object (None when it has none)."""
+    spec = (cluster_policy or {}).get('spec', cluster_policy) if isinstance(cluster_policy, dict) else {}
+    return ((spec or {}).get('driver') or {}).get('upgradePolicy')
 
 
 def max_unavailable(value, nodes):
@@ -125,15 +139,16 @@ def batch_size(checked, nodes):
     return max(1, min(limits))
 
 
-def plan(settings, nodes):
-    """The rollout of `nodes` GPU nodes under the policy `settings`.
+def plan(settings, nodes, cluster_policy=None):
+    """The rollout of `nodes` GPU nodes under the policy `settings` (gpu_driver_upgrade_policy), or when that is None under
+    the driver.upgradePolicy of `cluster_policy` (gpu_operator_policy, a spec or a whole ClusterPolicy).
 
     policy: the policy in effect; max_unavailable and batch_size: numbers of nodes; batches: the size of each batch in
     turn; drain_pod_selectors: the label selectors of the Pods the drain evicts.
     """
     if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 0:
         raise UpgradePolicyError('the number of GPU nodes must be a whole number of 0 or more, not %r' % (nodes,))
-    checked = policy(settings)
+    checked = policy(settings) if settings is not None else policy(of_cluster_policy(cluster_policy), 'driver.upgradePolicy')
     size = batch_size(checked, nodes)
     batches = [size] * (nodes // size) + ([nodes % size] if nodes % size else [])
     selectors = [DRAIN_SKIP_SELECTOR] + ([checked['drain']['podSelector']] if checked['drain']['podSelector'] else [])

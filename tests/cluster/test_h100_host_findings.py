@@ -49,6 +49,7 @@ def run_site(api, tmp_path, inventory, *args):
     ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     result = subprocess.run([ansible, '-i', str(inventory), str(REPO / 'playbooks' / 'site.yml'), *args],
                             env=env, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path)
+    (tmp_path / 'output.txt').write_text(result.stdout + result.stderr)
     return result.returncode, result.stdout + result.stderr
 
 
@@ -87,6 +88,11 @@ def test_first_check_diff_of_a_fresh_cluster_shows_what_it_would_create(fresh, t
     # The ClusterPolicy can be dry-run only where its CRD is installed already (never on the fresh stand-in).
     assert ('ClusterPolicy cluster-policy' in would) is not policy_crd, out
     assert not any(name.startswith(('ClusterRole ', 'RuntimeClass ', 'Namespace ')) for name in would), 'cluster-scoped: dry-run by the API'
+    # Those the API dry-ran are shown by ansible-core's default callback, each with its diff (gpuops.gpu_operator.k8s_objects
+    # lifts kubernetes.core.k8s's per-object diffs to the task's diff, which the callback prints).
+    for name in ('RuntimeClass nvidia', f'Namespace {namespace}', 'ClusterRole nvidia-device-plugin'):
+        assert re.search(r'^--- before: apply %s\n\+\+\+ after: apply %s\n' % (name, name), out, re.M), (name, out)
+    assert re.search(r'^\+\s+"?handler"?: nvidia$', out, re.M), 'the RuntimeClass itself is in its diff'
     # The pull Secret is named, never shown.
     assert f'Secret {namespace}/mirror-pull would be created' in words and 'not-a-secret' not in out, out
     # Nothing was created or changed.

@@ -1,4 +1,5 @@
-"""playbooks/upgrade.yml against the API: the Operator's upgrade states, cordon, drain, skip labels, failures.
+"""playbooks/upgrade.yml against the API: the Operator's upgrade states, cordon, the Pod steps (wait for jobs, GPU Pod
+deletion, a drain where that fails), skip labels, failures, the ClusterPolicy's driver.upgradePolicy.
 
 The GPU nodes are local-connection hosts whose nvidia_driver role (the real one, with driver.enabled=false: it
 validates the driver there) reads captured GPU fixtures; their Node objects are throw-away Nodes made here.
@@ -22,8 +23,12 @@ from tests.cluster.helpers import GPUS, REPO, nvidia_smi_simulator, unique
 STATE = 'nvidia.com/gpu-driver-upgrade-state'
 SKIP = 'nvidia.com/gpu-driver-upgrade.skip'
 INITIAL = 'nvidia.com/gpu-driver-upgrade.node-initial-state.unschedulable'
-FULL_ROLL = ['upgrade-required', 'cordon-required', 'drain-required', 'pod-restart-required', 'validation-required',
-             'uncordon-required', 'upgrade-done']
+# SOURCE: NVIDIA/k8s-operator-libs at 11e747a512d4e47ebd23d52bb91c910cebb5da37 pkg/upgrade (common_manager.go,
+# pod_manager.go, the GPU Operator v26.7.0 turning pod deletion on in cmd/gpu-operator/main.go): cordon-required ->
+# wait-for-jobs-required -> pod-deletion-required -> pod-restart-required, drain-required between the last two only when
+# the GPU Pods could not be deleted and drain.enable is true (else upgrade-failed).
+FULL_ROLL = ['upgrade-required', 'cordon-required', 'wait-for-jobs-required', 'pod-deletion-required', 'pod-restart-required',
+             'validation-required', 'uncordon-required', 'upgrade-done']
 
 
 @pytest.fixture(name='gpus')
@@ -133,14 +138,24 @@ def node(kube_api, name):
     return kubernetes.client.CoreV1Api(kube_api.api_client).read_node(name)
 
 
-def pod(name, node_name, owner=None, labels=None, finalizers=None):
+def pod(name, node_name, owner=None, labels=None, finalizers=None, gpu=False):
     metadata = {'name': name, 'labels': labels or {}}
     if owner:
         metadata['ownerReferences'] = [{'apiVersion': 'apps/v1', 'kind': owner, 'name': f'{name}-owner', 'uid': f'{name}-uid',
                                         'controller': True}]
     if finalizers:
         metadata['finalizers'] = finalizers
-    return {'metadata': metadata, 'spec': {'nodeName': node_name, 'containers': [{'name': 'c', 'image': 'registry.example/pause:3.10'}]}}
+    container = {'name': 'c', 'image': 'registry.example/pause:3.10'}
+    if gpu:
+        container['resources'] = {'limits': {'nvidia.com/gpu': '1'}}
+    return {'metadata': metadata, 'spec': {'nodeName': node_name, 'containers': [container]}}
+
+
+def running_pod(kube_api, body):
+    """Create the Pod and report it Running, as its kubelet would (the stand-in runs none)."""
+    core = kubernetes.client.CoreV1Api(kube_api.api_client)
+    core.create_namespaced_pod(kube_api.namespace, body)
+    core.patch_namespaced_pod_status(body['metadata']['name'], kube_api.namespace, {'status': {'phase': 'Running'}})
 
 
 def pod_names(kube_api, node_name):
@@ -148,34 +163,42 @@ def pod_names(kube_api, node_name):
     return {item.metadata.name for item in pods.items if item.metadata.deletion_timestamp is None}
 
 
-def test_roll_in_batches_with_drain_and_skip_labels(kube_api, tmp_path, nodes, gpus):
+def test_roll_in_batches_deleting_gpu_pods_with_skip_labels(kube_api, tmp_path, nodes, gpus):
+    """The ClusterPolicy's driver.upgradePolicy (gpu_operator_policy, an extra variable) sizes the batches and drives the
+    Pod steps: a's job is waited for (up to 2 s, then the upgrade goes on), its GPU Pod is deleted, its other Pods keep
+    running, it is not drained (drain.enable defaults to false)."""
     core = kubernetes.client.CoreV1Api(kube_api.api_client)
-    for name in ('workload', 'keep-me', 'plugin'):
-        owner, labels = {'workload': ('ReplicaSet', None), 'keep-me': ('ReplicaSet', {'nvidia.com/gpu-driver-upgrade-drain.skip': 'true'}),
-                         'plugin': ('DaemonSet', None)}[name]
-        core.create_namespaced_pod(kube_api.namespace, pod(f'{nodes["a"]}-{name}', nodes['a'], owner, labels))
+    for name, owner, labels, gpu in (('workload', 'ReplicaSet', None, False), ('gpu-workload', 'ReplicaSet', None, True),
+                                     ('keep-me', 'ReplicaSet', {'nvidia.com/gpu-driver-upgrade-drain.skip': 'true'}, False),
+                                     ('plugin', 'DaemonSet', None, False), ('job', 'Job', {'gpuops.test/job': 'training'}, False)):
+        running_pod(kube_api, pod(f'{nodes["a"]}-{name}', nodes['a'], owner, labels, gpu=gpu))
     label(kube_api, nodes['a'], {STATE: 'upgrade-required'})
     label(kube_api, nodes['b'], {STATE: 'upgrade-required'}, unschedulable=True)  # cordoned by its admin before
     label(kube_api, nodes['c'], {STATE: 'upgrade-required', SKIP: 'true'})
-    policy = {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 0, 'maxUnavailable': '50%', 'drain': {'timeoutSeconds': 30}}}
+    policy = {'gpu_operator_policy': {'driver': {'upgradePolicy': {
+        'maxParallelUpgrades': 0, 'maxUnavailable': '50%', 'waitForCompletion': {'podSelector': 'gpuops.test/job=training', 'timeoutSeconds': 2}}}}}
+    every_pod = {f'{nodes["a"]}-{name}' for name in ('workload', 'gpu-workload', 'keep-me', 'plugin', 'job')}
 
     # A preview changes nothing: no label, no cordon, no eviction.
     code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy, ['--check'])
     assert code == 0, out
     assert all(len(steps[name]) == 1 for name in nodes.values()), steps
-    assert len(pod_names(kube_api, nodes['a'])) == 3
+    assert pod_names(kube_api, nodes['a']) == every_pod
 
-    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy)
+    code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy, ['-v'])
 
     assert code == 0, out
     # 50% of 3 GPU nodes, rounded up: a batch of 2, then one of 1.
     assert batches(out) == [['a', 'b'], ['c']], out
     assert states(steps[nodes['a']]) == FULL_ROLL
+    # a's job ran through the wait's 2 s: the upgrade went on, as the Operator's does after waitForCompletion.timeoutSeconds.
+    waited = out.split('Wait for the jobs of waitForCompletion.podSelector to complete]', 1)[1].split('TASK [', 1)[0]
+    assert re.search(r'ok: \[a -> localhost\] => .*?pods:\s+- %s/%s-job.*?timed_out: true' % (kube_api.namespace, nodes['a']), waited, re.S), waited
     # Cordoned from cordon-required until uncordon-required.
-    assert steps[nodes['a']] == [('upgrade-required', False), ('cordon-required', False), ('cordon-required', True), ('drain-required', True),
-                                 ('pod-restart-required', True), ('validation-required', True), ('uncordon-required', True),
-                                 ('uncordon-required', False), ('upgrade-done', False)]
-    assert pod_names(kube_api, nodes['a']) == {f'{nodes["a"]}-keep-me', f'{nodes["a"]}-plugin'}, 'only the workload is evicted'
+    assert steps[nodes['a']] == [('upgrade-required', False), ('cordon-required', False), ('cordon-required', True),
+                                 ('wait-for-jobs-required', True), ('pod-deletion-required', True), ('pod-restart-required', True),
+                                 ('validation-required', True), ('uncordon-required', True), ('uncordon-required', False), ('upgrade-done', False)]
+    assert pod_names(kube_api, nodes['a']) == every_pod - {f'{nodes["a"]}-gpu-workload'}, 'only the Pod that uses a GPU is deleted'
 
     assert states(steps[nodes['b']]) == FULL_ROLL
     assert all(unschedulable for _state, unschedulable in steps[nodes['b']]), 'a node cordoned before stays cordoned'
@@ -201,7 +224,7 @@ def test_failed_node_stays_cordoned_and_stops_the_roll(kube_api, tmp_path, nodes
 
     assert code != 0, out
     assert states(steps[nodes['a']]) == FULL_ROLL
-    assert states(steps[nodes['b']]) == FULL_ROLL[:4] + ['upgrade-failed']
+    assert states(steps[nodes['b']]) == FULL_ROLL[:FULL_ROLL.index('pod-restart-required') + 1] + ['upgrade-failed']
     assert steps[nodes['b']][-1] == ('upgrade-failed', True), 'the failed node stays cordoned'
     assert node(kube_api, nodes['b']).spec.unschedulable is True
     assert f'The driver upgrade failed on {nodes["b"]} in state pod-restart-required' in out
@@ -215,27 +238,29 @@ def test_failed_node_stays_cordoned_and_stops_the_roll(kube_api, tmp_path, nodes
     assert code != 0, out
     assert len(steps[nodes['a']]) == 1, 'nothing changed'
     assert states(steps[nodes['b']]) == ['upgrade-failed'] + FULL_ROLL and steps[nodes['b']][-1] == ('upgrade-done', False)
-    assert states(steps[nodes['c']]) == FULL_ROLL[:5] + ['upgrade-failed']
+    assert states(steps[nodes['c']]) == FULL_ROLL[:FULL_ROLL.index('validation-required') + 1] + ['upgrade-failed']
     assert f'{nodes["c"]} runs driver 580.159.04 (loaded), not the requested 590' in out
     assert node(kube_api, nodes['c']).spec.unschedulable is True
 
 
 def test_failure_in_a_batch_stops_the_next_batch(kube_api, tmp_path, nodes, gpus):
-    """a cannot be drained; b, in the same batch, finishes; c, in the next batch, is not touched."""
+    """a's GPU Pod does not go: its deletion fails, the drain that follows (drain.enable) too; b, in the same batch,
+    finishes; c, in the next batch, is not touched."""
     core = kubernetes.client.CoreV1Api(kube_api.api_client)
     stuck = f'{nodes["a"]}-stuck'
     # A finalizer keeps the evicted Pod on the node, as a Pod that does not stop does.
-    core.create_namespaced_pod(kube_api.namespace, pod(stuck, nodes['a'], 'ReplicaSet', finalizers=['gpuops.test/hold']))
+    running_pod(kube_api, pod(stuck, nodes['a'], 'ReplicaSet', finalizers=['gpuops.test/hold'], gpu=True))
     for host in nodes:
         label(kube_api, nodes[host], {STATE: 'upgrade-required'})
     try:
         code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'},
-                                       {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 2, 'maxUnavailable': 2, 'drain': {'timeoutSeconds': 1}}})
+                                       {'gpu_driver_upgrade_policy': {'maxParallelUpgrades': 2, 'maxUnavailable': 2, 'podDeletion': {'timeoutSeconds': 1},
+                                                                      'drain': {'enable': True, 'timeoutSeconds': 1}}})
     finally:
         core.patch_namespaced_pod(stuck, kube_api.namespace, {'metadata': {'finalizers': None}})
     assert code != 0, out
     assert batches(out) == [['a', 'b'], ['c']], out
-    assert states(steps[nodes['a']]) == FULL_ROLL[:3] + ['upgrade-failed']
+    assert states(steps[nodes['a']]) == FULL_ROLL[:4] + ['drain-required', 'upgrade-failed']
     assert node(kube_api, nodes['a']).spec.unschedulable is True
     assert f'The drain did not remove {kube_api.namespace}/{stuck} from {nodes["a"]} within 1s' in out
     assert states(steps[nodes['b']]) == FULL_ROLL and steps[nodes['b']][-1] == ('upgrade-done', False)
@@ -244,7 +269,7 @@ def test_failure_in_a_batch_stops_the_next_batch(kube_api, tmp_path, nodes, gpus
 
 
 @pytest.mark.parametrize('policy, message', [
-    ({'podDeletion': {'force': True}}, 'waitForCompletion and podDeletion are not supported'),
+    ({'gpuPodDeletion': {'force': True}}, "gpuPodDeletion is the Helm chart's name; the ClusterPolicy calls it podDeletion"),
     ({'maxUnavailable': 'half'}, 'maxUnavailable (a number or a percentage)'),
 ])
 def test_bad_policy_touches_nothing(kube_api, tmp_path, nodes, gpus, policy, message):
@@ -255,23 +280,25 @@ def test_bad_policy_touches_nothing(kube_api, tmp_path, nodes, gpus, policy, mes
 
 
 def test_policy_written_in_yaml(kube_api, tmp_path, nodes, gpus):
-    """The policy as a user writes it in a YAML vars file: a bare percentage, yes/no, a quoted number."""
-    core = kubernetes.client.CoreV1Api(kube_api.api_client)
-    core.create_namespaced_pod(kube_api.namespace, pod(f'{nodes["a"]}-workload', nodes['a'], 'ReplicaSet'))
+    """The policy as a user writes it in a YAML vars file: a bare percentage, yes/no, a quoted number. podDeletion.force
+    lets the GPU Pod that no controller manages go; the Pod that uses no GPU stays."""
+    running_pod(kube_api, pod(f'{nodes["a"]}-workload', nodes['a'], 'ReplicaSet'))
+    running_pod(kube_api, pod(f'{nodes["a"]}-notebook', nodes['a'], gpu=True))
     for host in nodes:
         label(kube_api, nodes[host], {STATE: 'upgrade-required'})
     policy = ('gpu_driver_upgrade_policy:\n'
               '  maxParallelUpgrades: "0"\n'
               '  maxUnavailable: 34%\n'
+              '  podDeletion:\n'
+              '    force: yes\n'
               '  drain:\n'
               '    enable: no\n')
     code, out, steps = run_upgrade(kube_api, tmp_path, nodes, gpus, {'a': 'h200-x1', 'b': 'h200-x1', 'c': 'h200-x1'}, policy)
     assert code == 0, out
     # 34% of 3 GPU nodes is 1.02, rounded up: batches of 2 and 1.
     assert batches(out) == [['a', 'b'], ['c']], out
-    no_drain = [state for state in FULL_ROLL if state != 'drain-required']
-    assert all(states(steps[name]) == no_drain for name in nodes.values()), steps
-    assert pod_names(kube_api, nodes['a']) == {f'{nodes["a"]}-workload'}, 'drain.enable: no evicts nothing'
+    assert all(states(steps[name]) == FULL_ROLL for name in nodes.values()), steps
+    assert pod_names(kube_api, nodes['a']) == {f'{nodes["a"]}-workload'}, 'the GPU Pod without a controller is deleted (force), no other'
 
 
 def test_policy_in_the_inventory_is_refused(kube_api, tmp_path, nodes, gpus):

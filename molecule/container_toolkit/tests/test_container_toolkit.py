@@ -19,7 +19,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.contai
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.containerd_runtime import dump_problems
 
 # Per node: containerd minor version Debian ships, the runtimes (name, binary suffix) and default the host_vars in
-# molecule.yml ask for: a name of its own without CDI, one with CDI, the default name with CDI.
+# molecule.yml ask for: a name of its own without CDI (the ClusterPolicy's operator.runtimeClass), one with CDI (the
+# role's variables), the default name with CDI and not the default runtime (the ClusterPolicy's cdi.enabled and toolkit
+# env CONTAINERD_SET_AS_DEFAULT=false).
 EXPECTED = {
     'container_toolkit-bookworm': ('1.6', [('gpu-plain', '')], 'gpu-plain'),
     'container_toolkit-trixie': ('1.7', [('gpu', ''), ('gpu-cdi', '.cdi'), ('gpu-legacy', '.legacy')], 'gpu'),

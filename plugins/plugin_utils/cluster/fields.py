@@ -70,6 +70,20 @@ H_EXPORTER_SERVICE = "the exporter's Service"
 H_EXPORTER_MONITOR = "the exporter's ServiceMonitor, created when the Prometheus Operator's CRD exists"
 H_MIG_CONFIG = "the ConfigMap of MIG layouts the MIG manager applies (else the Operator's default-mig-parted-config), with the chart's create and data"
 H_MIG_CONFIG_DEFAULT = 'the MIG layout of a MIG-capable node without the label nvidia.com/mig.config'
+H_DRIVER_ENABLED = ('the default of `nvidia_driver_enabled` (role nvidia_driver): false validates a pre-installed driver and '
+                    'installs none; the ClusterPolicy written says false (deviation: toolkit-on-host)')
+H_DRIVER_VERSION = ("the default of `nvidia_driver_version`, the driver version the role installs; empty, or the Operator release's "
+                    "default driver image tag (595.91.07), installs the distribution's driver")
+H_DRIVER_KERNEL_MODULE_TYPE = 'the default of `nvidia_driver_kernel_module_type` (auto, open or proprietary; another value is refused)'
+H_UPGRADE_POLICY = ("the default of `gpu_driver_upgrade_policy` (playbooks/upgrade.yml), with the Operator's steps and defaults "
+                    '(docs/upgrade.md)')
+H_TOOLKIT_ENABLED = ('the default of `container_toolkit_enabled` (role container_toolkit): false leaves a pre-installed toolkit '
+                     'alone; the ClusterPolicy written says false (deviation: toolkit-on-host)')
+H_TOOLKIT_INSTALL_DIR = ("the default of `container_toolkit_install_dir`: another directory than the Operator's /usr/local/nvidia "
+                         "says the runtime is in <installDir>/toolkit, as the Operator's toolkit container lays it out")
+H_TOOLKIT_ENV = ('CONTAINERD_CONFIG and CONTAINERD_SET_AS_DEFAULT are the defaults of `container_toolkit_containerd_config` and '
+                 '`container_toolkit_set_as_default`; CONTAINERD_RUNTIME_CLASS yields to operator.runtimeClass, as in the Operator; '
+                 'CONTAINERD_SOCKET is not needed (the role restarts containerd); another name is refused')
 H_GPU_CLIENTS = 'the ConfigMap of the host GPU clients the MIG manager stops around a change (else default-gpu-clients)'
 
 # --- not applicable: why ------------------------------------------------------------------------
@@ -89,14 +103,10 @@ N_DCGM_HOST_PORT = 'deprecated in the Operator; the standalone DCGM hostengine i
 N_GDS_ONLY = 'used only with `gds.enabled`, which is refused here'
 N_RDMA_ONLY = 'used only with `driver.rdma.enabled`, which is refused here'
 N_GDRCOPY_ONLY = 'used only with `gdrcopy.enabled`, which is refused here'
-N_DRIVER_ENABLED = ('the driver is installed or validated on the host by role nvidia_driver, as `nvidia_driver_enabled` says; '
-                    'the ClusterPolicy here says false (deviation: toolkit-on-host)')
 N_DRIVER_CONTAINER = "the driver container's: the driver is installed on the host by role nvidia_driver (deviation: toolkit-on-host)"
 N_DRIVER_MANAGER = "the k8s-driver-manager init container of the driver container's Pod: no driver container runs here (deviation: toolkit-on-host)"
 N_DEPRECATED_LICENSING = 'deprecated in the Operator for `driver.licensingConfig.secretName`'
 N_OPEN_KERNEL_MODULES = 'deprecated, without effect in the Operator: `driver.kernelModuleType` says it'
-N_TOOLKIT_ENABLED = ('the container toolkit is set up on the host by role container_toolkit, as `container_toolkit_enabled` says; '
-                     'the ClusterPolicy here says false (deviation: toolkit-on-host)')
 N_TOOLKIT_CONTAINER = "the toolkit container's: the container toolkit is set up on the host by role container_toolkit (deviation: toolkit-on-host)"
 
 # --- refused: why -------------------------------------------------------------------------------
@@ -110,8 +120,9 @@ R_DRIVER_ROLE = "set by role nvidia_driver's variables (`nvidia_driver_*`), not 
 R_DRIVER_CRD = "NVIDIADriver custom resources are not read: role nvidia_driver installs the driver on each host"
 R_RDMA = "GPUDirect RDMA (nvidia-peermem) is not set up by role nvidia_driver"
 R_VGPU_GUEST = "the vGPU guest driver's licensing and topology are not set up by role nvidia_driver"
-R_UPGRADE_POLICY = "driver upgrades follow `gpu_driver_upgrade_policy` (playbooks/upgrade.yml), not the ClusterPolicy"
-R_TOOLKIT_ROLE = "set by role container_toolkit's variables (`container_toolkit_*`), not from the ClusterPolicy"
+R_DRIVER_REPO = ("the Operator mounts that ConfigMap's repository files into its driver container; role nvidia_driver installs from "
+                 "the node's package sources: give the repository as `nvidia_driver_repository` (an APT source line) or "
+                 "`nvidia_driver_yum_repository`")
 R_TOOLKIT_VERSION = "the host's packages: pin their version in `container_toolkit_packages`"
 R_VALIDATOR_COMPONENT_ENV = "the validation init containers' env is not set from the ClusterPolicy yet"
 
@@ -228,7 +239,7 @@ FIELDS = {
     'devicePlugin.version': ('string', HONOURED, H_VERSION),
     'driver.args': ('array', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.certConfig.name': ('string', REFUSED, R_DRIVER_ROLE),
-    'driver.enabled': ('boolean', NOT_APPLICABLE, N_DRIVER_ENABLED),
+    'driver.enabled': ('boolean', HONOURED, H_DRIVER_ENABLED),
     'driver.env[].name': ('string', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.env[].value': ('string', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.hostNetwork': ('boolean', NOT_APPLICABLE, N_DRIVER_CONTAINER),
@@ -236,7 +247,7 @@ FIELDS = {
     'driver.imagePullPolicy': ('string', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.imagePullSecrets': ('array', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.kernelModuleConfig.name': ('string', REFUSED, R_DRIVER_ROLE),
-    'driver.kernelModuleType': ('string', REFUSED, R_DRIVER_ROLE, ('auto',)),
+    'driver.kernelModuleType': ('string', HONOURED, H_DRIVER_KERNEL_MODULE_TYPE),
     'driver.licensingConfig.configMapName': ('string', NOT_APPLICABLE, N_DEPRECATED_LICENSING),
     'driver.licensingConfig.nlsEnabled': ('boolean', REFUSED, R_VGPU_GUEST, (True,)),
     'driver.licensingConfig.secretName': ('string', REFUSED, R_VGPU_GUEST),
@@ -259,7 +270,7 @@ FIELDS = {
     'driver.readinessProbe.periodSeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.readinessProbe.successThreshold': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.readinessProbe.timeoutSeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
-    'driver.repoConfig.configMapName': ('string', REFUSED, R_DRIVER_ROLE),
+    'driver.repoConfig.configMapName': ('string', REFUSED, R_DRIVER_REPO),
     'driver.repository': ('string', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.resources.limits': ('object', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.resources.requests': ('object', NOT_APPLICABLE, N_DRIVER_CONTAINER),
@@ -269,23 +280,23 @@ FIELDS = {
     'driver.startupProbe.periodSeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.startupProbe.successThreshold': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.startupProbe.timeoutSeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
-    'driver.upgradePolicy.autoUpgrade': ('boolean', REFUSED, R_UPGRADE_POLICY, (True,)),
-    'driver.upgradePolicy.drain.deleteEmptyDir': ('boolean', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.drain.enable': ('boolean', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.drain.force': ('boolean', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.drain.podSelector': ('string', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.drain.timeoutSeconds': ('integer', REFUSED, R_UPGRADE_POLICY, (300,)),
-    'driver.upgradePolicy.maxParallelUpgrades': ('integer', REFUSED, R_UPGRADE_POLICY, (1,)),
-    'driver.upgradePolicy.maxUnavailable': ('int-or-string', REFUSED, R_UPGRADE_POLICY, ('25%',)),
-    'driver.upgradePolicy.podDeletion.deleteEmptyDir': ('boolean', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.podDeletion.force': ('boolean', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.podDeletion.timeoutSeconds': ('integer', REFUSED, R_UPGRADE_POLICY, (300,)),
-    'driver.upgradePolicy.waitForCompletion.podSelector': ('string', REFUSED, R_UPGRADE_POLICY),
-    'driver.upgradePolicy.waitForCompletion.timeoutSeconds': ('integer', REFUSED, R_UPGRADE_POLICY, (0,)),
+    'driver.upgradePolicy.autoUpgrade': ('boolean', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.drain.deleteEmptyDir': ('boolean', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.drain.enable': ('boolean', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.drain.force': ('boolean', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.drain.podSelector': ('string', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.drain.timeoutSeconds': ('integer', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.maxParallelUpgrades': ('integer', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.maxUnavailable': ('int-or-string', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.podDeletion.deleteEmptyDir': ('boolean', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.podDeletion.force': ('boolean', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.podDeletion.timeoutSeconds': ('integer', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.waitForCompletion.podSelector': ('string', HONOURED, H_UPGRADE_POLICY),
+    'driver.upgradePolicy.waitForCompletion.timeoutSeconds': ('integer', HONOURED, H_UPGRADE_POLICY),
     'driver.useNvidiaDriverCRD': ('boolean', REFUSED, R_DRIVER_CRD),
     'driver.useOpenKernelModules': ('boolean', NOT_APPLICABLE, N_OPEN_KERNEL_MODULES),
     'driver.usePrecompiled': ('boolean', REFUSED, R_DRIVER_ROLE),
-    'driver.version': ('string', REFUSED, R_DRIVER_ROLE, ('595.91.07',)),
+    'driver.version': ('string', HONOURED, H_DRIVER_VERSION),
     'driver.virtualTopology.config': ('string', REFUSED, R_VGPU_GUEST),
     'gdrcopy.args': ('array', NOT_APPLICABLE, N_GDRCOPY_ONLY),
     'gdrcopy.enabled': ('boolean', REFUSED, R_GDRCOPY),
@@ -417,14 +428,14 @@ FIELDS = {
     'sandboxWorkloads.enabled': ('boolean', REFUSED, R_SANDBOX),
     'sandboxWorkloads.mode': ('string', NOT_APPLICABLE, N_SANDBOX_ONLY),
     'toolkit.args': ('array', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
-    'toolkit.enabled': ('boolean', NOT_APPLICABLE, N_TOOLKIT_ENABLED),
-    'toolkit.env[].name': ('string', REFUSED, R_TOOLKIT_ROLE),
-    'toolkit.env[].value': ('string', REFUSED, R_TOOLKIT_ROLE),
+    'toolkit.enabled': ('boolean', HONOURED, H_TOOLKIT_ENABLED),
+    'toolkit.env[].name': ('string', HONOURED, H_TOOLKIT_ENV),
+    'toolkit.env[].value': ('string', HONOURED, H_TOOLKIT_ENV),
     'toolkit.hostNetwork': ('boolean', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.image': ('string', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.imagePullPolicy': ('string', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.imagePullSecrets': ('array', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
-    'toolkit.installDir': ('string', REFUSED, R_TOOLKIT_ROLE, ('/usr/local/nvidia',)),
+    'toolkit.installDir': ('string', HONOURED, H_TOOLKIT_INSTALL_DIR),
     'toolkit.repository': ('string', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.resources.limits': ('object', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.resources.requests': ('object', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),

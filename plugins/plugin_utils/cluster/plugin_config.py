@@ -21,7 +21,6 @@ import copy
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
     DEVICE_PLUGIN_CONFIG, GPU_RESOURCE, MIG_RESOURCE_PREFIX, MIG_STRATEGIES, SHARING_KINDS, config_sharing, selected_config)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import skeleton
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import field_env, mount, set_env, value_env
 
@@ -55,12 +54,12 @@ def check(config, mig_strategy, where):
     flags = config.get('flags') or {}
     if not isinstance(flags, dict):
         raise PluginConfigError('%s: flags must be a mapping, not %r' % (where, flags))
-    strategy = flags.get('migStrategy', mig_strategy)
-    if strategy not in MIG_STRATEGIES:
-        raise PluginConfigError('%s: flags.migStrategy must be one of %s, not %r' % (where, ', '.join(MIG_STRATEGIES), strategy))
-    if strategy != mig_strategy:
-        raise PluginConfigError('%s: flags.migStrategy %r differs from mig.strategy %r, which the plugin is started with (MIG_STRATEGY '
-                                'wins over the file): set mig.strategy instead' % (where, strategy, mig_strategy))
+    if flags.get('migStrategy', mig_strategy) not in MIG_STRATEGIES:
+        raise PluginConfigError('%s: flags.migStrategy must be one of %s, not %r' % (where, ', '.join(MIG_STRATEGIES), flags['migStrategy']))
+    # The plugin and GFD are started with MIG_STRATEGY (mig.strategy), which wins over the file's flags.migStrategy
+    # (k8s-device-plugin v0.20.0 api/config/v1 NewConfig: the flags set by env replace the file's): the file's is
+    # accepted (NVIDIA's time-slicing example says none) and the config means what it does under mig.strategy.
+    strategy = mig_strategy
     sharing = config.get('sharing')
     if sharing:
         kinds = sorted(sharing) if isinstance(sharing, dict) else []
@@ -114,6 +113,36 @@ def configs(spec, mig_strategy):
                 for name, value in (spec.get('data') or {}).items())
 
 
+def config_map_to_read(resolved):
+    """The ConfigMap devicePlugin.config names without its data (NVIDIA's kubectl flow: its user created it), '' when
+    there is none to read: the labels and the validation read the configs from it (with_config_map)."""
+    config = resolved['spec']['devicePlugin']['config']
+    return config['name'] if config['name'] and not config['data'] else ''
+
+
+def with_config_map(resolved, found=None, namespace='gpu-operator'):
+    """The resolution with the data of the user's ConfigMap (`found`: the kubernetes.core.k8s_info result that read
+    config_map_to_read) as devicePlugin.config.data, each config checked as the plugin would. `create` stays false:
+    the ConfigMap is its user's, never written or removed here. Without one to read, the resolution as it is."""
+    name = config_map_to_read(resolved)
+    if not name:
+        return resolved
+    items = (found or {}).get('resources') or []
+    if not items:
+        raise PluginConfigError('devicePlugin.config.name %r: there is no ConfigMap %s in namespace %s; create it (NVIDIA\'s '
+                                'time-slicing steps) or give its content in devicePlugin.config.data' % (name, name, namespace))
+    resolved = copy.deepcopy(resolved)
+    config = resolved['spec']['devicePlugin']['config']
+    config['data'] = dict(items[0].get('data') or {})
+    available = configs(config, resolved['spec']['mig']['strategy'])
+    if not available:
+        raise PluginConfigError('devicePlugin.config.name %r: ConfigMap %s/%s holds no device plugin config' % (name, namespace, name))
+    if config['default'] and config['default'] not in available:
+        raise PluginConfigError('devicePlugin.config.default %r is not in ConfigMap %s/%s (it has %s)'
+                                % (config['default'], namespace, name, ', '.join(sorted(available))))
+    return resolved
+
+
 def node_label_settings(resolved, node_config='', nfd_enabled=False):
     """What gpu_node_labels needs to label a node as the plugin (and GFD) see it, from the run's ClusterPolicy
     (registry.resolution) and the node's device plugin config (its nvidia.com/device-plugin.config, '' for the default).
@@ -133,9 +162,8 @@ def node_label_settings(resolved, node_config='', nfd_enabled=False):
     if node_config and not config.get('name'):
         raise PluginConfigError('the node asks for device plugin config %r but devicePlugin.config.name names no ConfigMap' % node_config)
     if name and config.get('name') and not available and gfd_labels:
-        raise PluginConfigError('devicePlugin.config.name %r has no data: the ConfigMap is yours, but gpu_node_labels writes the labels GFD '
-                                'would and cannot read it; give its content in devicePlugin.config.data, or enable gfd (with NFD: '
-                                'gpu_node_labels_nfd_enabled)' % config['name'])
+        raise PluginConfigError('devicePlugin.config.name %r has no data: the ConfigMap was not read (role gpu_operator_policy reads '
+                                'it on the API host) and gpu_node_labels writes the labels GFD would' % config['name'])
     if name and available and name not in available:
         raise PluginConfigError('no device plugin config %r in devicePlugin.config.data (it has %s)' % (name, ', '.join(sorted(available))))
     manager = spec['migManager']
@@ -171,7 +199,7 @@ def config_maps(resolved, namespace):
     if not config['create']:
         return []
     data = dict((name, value if isinstance(value, str) else skeleton.to_yaml(value)) for name, value in config['data'].items())
-    return [config_map(config['name'], namespace, data)]
+    return [skeleton.data_config_map('devicePlugin.config', config['name'], namespace, data)]
 
 
 def with_config(pod, resolved, resources):

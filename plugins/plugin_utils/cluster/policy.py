@@ -23,7 +23,7 @@ import re
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import MANAGED_BY, meta
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import fields, images
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import fields, host_sections, images
 
 # The GPU Operator release whose defaults (deployments/gpu-operator/values.yaml) and operand layouts
 # (assets/, controllers/object_controls.go) the cluster side follows. A bump changes this, the operands' images
@@ -56,7 +56,7 @@ def common_defaults():
 
 def defaults(operands):
     """The Operator's defaults for the fields honoured here: the shared sections and each operand's own."""
-    found = common_defaults()
+    found = dict(common_defaults(), **host_sections.defaults())
     found.update((operand.section, operand.section_defaults()) for operand in operands if operand.image)
     return found
 
@@ -73,8 +73,8 @@ COMMON_SCHEMA = {
 
 
 def schema(operands):
-    """The fields honoured: the shared sections and each operand's own."""
-    return dict(COMMON_SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image))
+    """The fields honoured: the shared sections, those the node roles do (driver, toolkit) and each operand's own."""
+    return dict(COMMON_SCHEMA, **dict(host_sections.SCHEMA, **dict((operand.section, operand.schema()) for operand in operands if operand.image)))
 
 
 _TYPES = {
@@ -271,14 +271,16 @@ def accept(given, base=None):
     for path, where, value in _leaves(spec, '', '', []):
         _check_row(spec, path, where, value)
     honoured, kept = _split(spec, '')
-    honoured = honoured or {}
+    honoured, kept = honoured or {}, kept or {}
+    # The node roles follow the driver and toolkit fields; the ClusterPolicy written holds these sections as given.
+    kept.update((section, copy.deepcopy(spec[section])) for section in NOT_DEPLOYED if section in spec)
     labels = (honoured.get('daemonsets') or {}).get('labels') or {}
     for key in MANAGED_BY:
         if key in labels:
             # An exported ClusterPolicy of a Helm install has app.kubernetes.io/managed-by: gpu-operator; here every object
             # is the collection's (uninstall and the doctor find them by that label).
             notes.append('daemonsets.labels %s=%s is left out: every object here is %s=%s' % (key, labels.pop(key), key, MANAGED_BY[key]))
-    return {'honoured': honoured, 'kept': kept or {}, 'notes': notes}
+    return {'honoured': honoured, 'kept': kept, 'notes': notes}
 
 
 # --- merging ------------------------------------------------------------------------------------
@@ -326,11 +328,12 @@ def merge_args(args, overrides):
 
 # --- what the GPU nodes decide ------------------------------------------------------------------
 
-def node_toolkit(nodes):
-    """{host: {runtime_name, cdi_enabled, install_dir}} of the GPU nodes, the container_toolkit defaults filled in."""
+def node_toolkit(nodes, node_defaults=None):
+    """{host: {runtime_name, cdi_enabled, install_dir}} of the GPU nodes, `node_defaults` (what the ClusterPolicy makes of
+    a node that sets nothing: host_sections.node_toolkit_defaults) or the container_toolkit defaults filled in."""
     found = {}
     for node in nodes or []:
-        settings = dict(TOOLKIT_DEFAULTS)
+        settings = dict(node_defaults or TOOLKIT_DEFAULTS)
         settings.update((key, value) for key, value in node.items() if value not in (None, '') and key in TOOLKIT_DEFAULTS)
         found[node.get('host') or '?'] = settings
     return found
@@ -393,6 +396,11 @@ def resolve(policy, registry, nodes, operands):
         if spec['imagePullPolicy'] not in PULL_POLICIES:
             raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (operand.section, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
     common = resolved['daemonsets']
+    # The Operator sets a DaemonSet's priority class and tolerations only from a non-empty value (object_controls.go
+    # applyCommonDaemonsetConfig): an empty one keeps its assets' (system-node-critical, the nvidia.com/gpu toleration).
+    for key in ('priorityClassName', 'tolerations'):
+        if not common[key]:
+            common[key] = common_defaults()['daemonsets'][key]
     if common['updateStrategy'] not in ('RollingUpdate', 'OnDelete'):
         raise PolicyError('daemonsets.updateStrategy must be RollingUpdate or OnDelete, not %r' % common['updateStrategy'])
     max_unavailable(common['rollingUpdate']['maxUnavailable'])
@@ -400,7 +408,8 @@ def resolve(policy, registry, nodes, operands):
         raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
     for operand in operands:
         operand.check(resolved)
-    toolkit = node_toolkit(nodes)
+    host_sections.check(resolved)
+    toolkit = node_toolkit(nodes, host_sections.node_toolkit_defaults(resolved))
     resolved['operator']['runtimeClass'] = _from_nodes(toolkit, 'runtime_name', 'container_toolkit_runtime_name',
                                                        resolved['operator']['runtimeClass'], 'operator.runtimeClass')
     if not re.match(r'^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', resolved['operator']['runtimeClass']):
@@ -419,9 +428,11 @@ def max_unavailable(value):
     raise PolicyError('daemonsets.rollingUpdate.maxUnavailable must be a number or a percentage, not %r' % (value,))
 
 
-def cdi_hook_path(nodes):
-    """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them."""
-    install_dir = _from_nodes(node_toolkit(nodes), 'install_dir', 'container_toolkit_install_dir', None, None)
+def cdi_hook_path(nodes, resolved=None):
+    """Where nvidia-cdi-hook is on the GPU nodes (next to nvidia-container-runtime), the same on all of them; `resolved`:
+    the resolved spec, whose toolkit.installDir a node that sets nothing follows."""
+    install_dir = _from_nodes(node_toolkit(nodes, resolved and host_sections.node_toolkit_defaults(resolved)), 'install_dir',
+                              'container_toolkit_install_dir', None, None)
     return install_dir.rstrip('/') + '/nvidia-cdi-hook'
 
 
@@ -446,7 +457,7 @@ def cluster_policy(resolved, operands, kept=None):
     fields given that this collection does not act on as they were given (`kept`, accept()), and the sections the Operator
     deploys that are not deployed here marked disabled (driver, toolkit: on the host, as the Operator's driver.enabled=false
     means; the standalone DCGM)."""
-    spec = copy.deepcopy(resolved)
+    spec = dict((key, copy.deepcopy(value)) for key, value in resolved.items() if key not in NOT_DEPLOYED)
     for operand in operands:
         if operand.image:
             spec[operand.section] = operand.in_cluster_policy(spec[operand.section])

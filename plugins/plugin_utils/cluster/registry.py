@@ -18,7 +18,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.helm_values import from_values
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
     dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import Context
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import CONFIG_OF, Context
 
 OPERANDS = (
     validator.OPERAND,
@@ -44,7 +44,7 @@ def resolution(spec=None, registry='', nodes=None, helm_values=None):
     chart = from_values(helm_values) if helm_values is not None else {'spec': None, 'chart': {}}
     accepted = policy.accept(spec, chart['spec'])
     resolved = policy.resolve(accepted['honoured'], registry, nodes, OPERANDS)
-    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else '',
+    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes, resolved) if resolved['cdi']['enabled'] else '',
             'kept': accepted['kept'], 'notes': accepted['notes'], 'chart': chart['chart']}
 
 
@@ -69,6 +69,20 @@ def render(resolved, namespace, stage='operands', service_monitor_crd=False):
             if item not in absent:
                 absent.append(item)
     return {'present': present, 'absent': absent}
+
+
+def stale_config_maps(present, found):
+    """Identities of the ConfigMaps an earlier run made from a config section's data (`found`: those k8s_info read with
+    the label CONFIG_OF) that the objects `present` neither make nor mount: the settings stopped naming them. A ConfigMap
+    without the label is its user's and never among them."""
+    kept = set()
+    for obj in present:
+        if obj['kind'] == 'ConfigMap':
+            kept.add(obj['metadata']['name'])
+        pod = ((obj.get('spec') or {}).get('template') or {}).get('spec') or {}
+        kept.update(volume['configMap']['name'] for volume in pod.get('volumes') or [] if 'configMap' in volume)
+    return [ref(dict(item, apiVersion='v1', kind='ConfigMap')) for item in found or []
+            if CONFIG_OF in (item['metadata'].get('labels') or {}) and item['metadata']['name'] not in kept]
 
 
 def cluster_policy(resolved):

@@ -24,12 +24,15 @@ import hashlib
 import json
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import meta
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map, meta
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, policy
 
 VALIDATIONS = contract.VALIDATIONS_DIR
 ENTRYPOINT = '/bin/entrypoint.sh'
 CHECKSUM = 'gpuops.gpu_operator/config-sha256'
+# A ConfigMap made from a config section's data (devicePlugin.config, ...) carries the section's name: a later run removes
+# those its settings neither make nor name, and never a ConfigMap without it (its user's).
+CONFIG_OF = 'gpuops.io/config-of'
 RBAC_API = 'rbac.authorization.k8s.io/v1'
 NODES_READ = {'apiGroups': [''], 'resources': ['nodes'], 'verbs': ['get', 'list', 'watch']}
 # What rendering needs beyond the resolved ClusterPolicy: the operator namespace, whether the Prometheus Operator's
@@ -273,6 +276,11 @@ def host_network(pod, enabled):
     if enabled:
         pod['hostNetwork'] = True
         pod['dnsPolicy'] = 'ClusterFirstWithHostNet'
+
+
+def data_config_map(section, name, namespace, data):
+    """The ConfigMap `name` made from the data of the config section `section` (labelled CONFIG_OF)."""
+    return config_map(name, namespace, data, {CONFIG_OF: section})
 
 
 def checksum(config_maps):

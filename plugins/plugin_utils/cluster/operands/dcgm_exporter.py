@@ -14,7 +14,7 @@ a ClusterRole that reads Pods.
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import config_map, ref
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import ref
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy, skeleton
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import (
     field_env, host_path, mount, set_env, toolkit_validation, value_env)
@@ -121,7 +121,7 @@ class DcgmExporter(skeleton.Operand):
             pod['volumes'].append({'name': 'metrics-config', 'configMap': {'name': config['name'], 'items': [{'key': METRICS_FILE, 'path': METRICS_FILE}]}})
             set_env(main, 'DCGM_EXPORTER_COLLECTORS', METRICS_PATH)
             if config['create']:
-                configs.append(config_map(config['name'], namespace, {METRICS_FILE: config['data']}))
+                configs.append(skeleton.data_config_map('dcgmExporter.config', config['name'], namespace, {METRICS_FILE: config['data']}))
         main['env'] = policy.merge_env(main['env'], spec['env'])
         workload = self.daemonset_object(pod, resolved, namespace, annotations=spec['annotations'], checksum=skeleton.checksum(configs))
         service = skeleton.metrics_service(self.daemonset, namespace, 'gpu-metrics', METRICS_PORT)

@@ -81,7 +81,8 @@ class MigManager(skeleton.Operand):
             unwanted.append(mig_profiles.MIG_CONFIG_MAP)
             if spec['config']['create']:
                 value = spec['config']['data']['config.yaml']
-                created.append(config_map(spec['config']['name'], namespace, {'config.yaml': value if isinstance(value, str) else skeleton.to_yaml(value)}))
+                created.append(skeleton.data_config_map('migManager.config', spec['config']['name'], namespace,
+                                                        {'config.yaml': value if isinstance(value, str) else skeleton.to_yaml(value)}))
         if not spec['gpuClientsConfig']['name']:
             created.append(config_map(mig_profiles.GPU_CLIENTS_MAP, namespace, {'clients.yaml': skeleton.to_yaml(mig_profiles.GPU_CLIENTS)}))
         else:

@@ -80,6 +80,23 @@ def test_changes(result, expected):
     assert drift_report.changes(result) == expected
 
 
+def test_object_diffs_lift_each_changed_objects_diff_with_its_header():
+    """gpuops.gpu_operator.k8s_objects: kubernetes.core.k8s's per-object diffs as the task's own `diff` list, which
+    ansible-core's callbacks print (CallbackBase._get_diff takes a list, each with before/after and their headers)."""
+    result = {'changed': True, 'result': {'results': [
+        {'changed': False, 'method': 'update', 'result': {'kind': 'Namespace', 'metadata': {'name': 'gpu-operator'}},
+         'diff': {'before': {}, 'after': {}}},
+        {'changed': True, 'method': 'update', 'result': {'kind': 'ConfigMap', 'metadata': {'name': 'c', 'namespace': 'gpu-operator'}},
+         'diff': {'before': {'data': {'password': 'old'}}, 'after': {'data': {'password': 'new', 'x': '1'}}}},
+        {'changed': True, 'method': 'create', 'result': {'kind': 'RuntimeClass', 'metadata': {'name': 'nvidia'}}},
+    ]}}
+    assert drift_report.object_diffs(result) == [
+        {'before': {'data': {'password': '********'}}, 'after': {'data': {'password': '********', 'x': '1'}},
+         'before_header': 'update ConfigMap gpu-operator/c', 'after_header': 'update ConfigMap gpu-operator/c'}]
+    assert drift_report.object_diffs({'changed': True, 'result': {'kind': 'Node'}, 'diff': CONFIG_DIFF}) is None, 'one object: at the top'
+    assert drift_report.object_diffs({'changed': False, 'result': {'results': [{'changed': False}]}}) is None
+
+
 WHERE = {'host': 'node-a', 'stage': 'container_toolkit', 'task': 'Register'}
 
 

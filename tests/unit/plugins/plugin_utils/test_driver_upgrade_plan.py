@@ -7,12 +7,15 @@
 
 SOURCE (facts, not code): NVIDIA/k8s-operator-libs at 11e747a512d4e47ebd23d52bb91c910cebb5da37 (2026-04-30), the
 library behind the GPU Operator's ClusterPolicy driver.upgradePolicy: api/upgrade/v1alpha1/upgrade_spec.go
-(DriverUpgradePolicySpec: maxParallelUpgrades default 1, 0 = no limit; maxUnavailable default "25%", a number or a
-percentage of the nodes rounded up; drain.enable default false, drain.timeoutSeconds default 300);
+(DriverUpgradePolicySpec: autoUpgrade default false; maxParallelUpgrades default 1, 0 = no limit; maxUnavailable
+default "25%", a number or a percentage of the nodes rounded up; waitForCompletion.timeoutSeconds default 0;
+podDeletion.force and .deleteEmptyDir default false, .timeoutSeconds 300; drain.enable, .force and .deleteEmptyDir
+default false, drain.timeoutSeconds default 300); NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/templates/
+clusterpolicy.yaml (the chart's gpuPodDeletion is rendered as podDeletion);
 pkg/upgrade/upgrade_inplace.go (intstr.GetScaledValueFromIntOrPercent(maxUnavailable, totalNodes, true));
 pkg/upgrade/common_manager.go (SkipNodeUpgrade: the skip label equals "true"; the node-initial-state annotation);
-pkg/upgrade/consts.go (label, annotation and drain-skip selector names). Deliberate differences (docs/upgrade.md):
-drain.enable defaults to true, and digits given as a string ("2", as -e key=value gives them) count as a number.
+pkg/upgrade/consts.go (label, annotation and drain-skip selector names). A deliberate difference (docs/upgrade.md):
+digits given as a string ("2", as -e key=value gives them) count as a number.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -22,7 +25,11 @@ import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import driver_upgrade as du
 
-DRAIN = {'enable': True, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False}
+DRAIN = {'enable': False, 'force': False, 'podSelector': '', 'timeoutSeconds': 300, 'deleteEmptyDir': False}
+WAIT = {'podSelector': '', 'timeoutSeconds': 0}
+DELETION = {'force': False, 'timeoutSeconds': 300, 'deleteEmptyDir': False}
+DEFAULTS = {'autoUpgrade': False, 'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'waitForCompletion': WAIT, 'podDeletion': DELETION,
+            'drain': DRAIN}
 
 
 @pytest.mark.parametrize('settings, nodes, batch_size, batches, max_unavailable', [
@@ -55,19 +62,31 @@ def test_batches(settings, nodes, batch_size, batches, max_unavailable):
 
 
 @pytest.mark.parametrize('settings, policy, selectors', [
-    ({}, {'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'drain': DRAIN}, [du.DRAIN_SKIP_SELECTOR]),
-    ({'autoUpgrade': True, 'drain': {'timeoutSeconds': '30', 'force': 'yes'}},
-     {'autoUpgrade': True, 'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'drain': dict(DRAIN, timeoutSeconds=30, force=True)},
-     [du.DRAIN_SKIP_SELECTOR]),
+    ({}, DEFAULTS, [du.DRAIN_SKIP_SELECTOR]),
+    ({'autoUpgrade': 'true', 'drain': {'enable': True, 'timeoutSeconds': '30', 'force': 'yes'}},
+     dict(DEFAULTS, autoUpgrade=True, drain=dict(DRAIN, enable=True, timeoutSeconds=30, force=True)), [du.DRAIN_SKIP_SELECTOR]),
     ({'drain': {'enable': False, 'deleteEmptyDir': True, 'podSelector': ' app=batch '}, 'maxUnavailable': 2},
-     {'maxParallelUpgrades': 1, 'maxUnavailable': 2, 'drain': dict(DRAIN, enable=False, deleteEmptyDir=True, podSelector='app=batch')},
-     [du.DRAIN_SKIP_SELECTOR, 'app=batch']),
-    ({'drain': None}, {'maxParallelUpgrades': 1, 'maxUnavailable': '25%', 'drain': DRAIN}, [du.DRAIN_SKIP_SELECTOR]),
+     dict(DEFAULTS, maxUnavailable=2, drain=dict(DRAIN, deleteEmptyDir=True, podSelector='app=batch')), [du.DRAIN_SKIP_SELECTOR, 'app=batch']),
+    ({'drain': None, 'podDeletion': None}, DEFAULTS, [du.DRAIN_SKIP_SELECTOR]),
+    ({'waitForCompletion': {'podSelector': 'app=training', 'timeoutSeconds': '600'}, 'podDeletion': {'force': True, 'deleteEmptyDir': 'yes'}},
+     dict(DEFAULTS, waitForCompletion={'podSelector': 'app=training', 'timeoutSeconds': 600},
+          podDeletion=dict(DELETION, force=True, deleteEmptyDir=True)), [du.DRAIN_SKIP_SELECTOR]),
 ])
 def test_policy_in_effect(settings, policy, selectors):
     found = du.plan(settings, 4)
     assert found['policy'] == policy
     assert found['drain_pod_selectors'] == selectors
+
+
+def test_the_cluster_policys_upgrade_policy_when_none_is_given():
+    """gpu_driver_upgrade_policy, when given, wins; else the ClusterPolicy's driver.upgradePolicy (its spec or the object)."""
+    spec = {'driver': {'upgradePolicy': {'maxParallelUpgrades': 0, 'maxUnavailable': '50%'}}}
+    assert du.plan(None, 4, spec)['batch_size'] == 2
+    assert du.plan(None, 4, {'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'spec': spec})['batch_size'] == 2
+    assert du.plan({}, 4, spec)['batch_size'] == 1
+    assert du.plan(None, 4, {})['policy'] == DEFAULTS
+    with pytest.raises(du.UpgradePolicyError, match=r'^driver.upgradePolicy takes .*maxUnavailable must be'):
+        du.plan(None, 4, {'driver': {'upgradePolicy': {'maxUnavailable': 'half'}}})
 
 
 def test_defaults_are_not_changed_by_a_plan():
@@ -76,9 +95,13 @@ def test_defaults_are_not_changed_by_a_plan():
 
 
 @pytest.mark.parametrize('settings, problem', [
-    ({'podDeletion': {'force': True}}, 'Not understood: podDeletion'),
-    ({'waitForCompletion': {'timeoutSeconds': 0}, 'maxSurge': 1}, 'Not understood: maxSurge, waitForCompletion'),
+    ({'gpuPodDeletion': {'force': True}}, "gpuPodDeletion is the Helm chart's name; the ClusterPolicy calls it podDeletion"),
+    ({'waitForCompletion': {'timeout': 0}, 'maxSurge': 1}, 'Not understood: maxSurge, waitForCompletion.timeout'),
     ({'drain': {'enabled': True}}, 'Not understood: drain.enabled'),
+    ({'podDeletion': {'force': 'maybe'}}, "podDeletion.force must be true or false, not 'maybe'"),
+    ({'waitForCompletion': {'timeoutSeconds': -5}}, 'waitForCompletion.timeoutSeconds must be a whole number of 0 or more, not -5'),
+    ({'waitForCompletion': {'podSelector': 3}}, 'waitForCompletion.podSelector must be a label selector string, not 3'),
+    ({'autoUpgrade': 'sometimes'}, "autoUpgrade must be true or false, not 'sometimes'"),
     ({'maxUnavailable': 'half'}, "maxUnavailable must be a whole number of 0 or more, not 'half'"),
     ({'maxUnavailable': '-1'}, "maxUnavailable must be a whole number of 0 or more, not '-1'"),
     ({'maxUnavailable': -1}, 'maxUnavailable must be a whole number of 0 or more, not -1'),
@@ -98,7 +121,7 @@ def test_bad_policy_is_refused(settings, problem):
         du.plan(settings, 3)
     assert problem in str(caught.value)
     # Every refusal says what the policy takes.
-    assert str(caught.value).startswith(du.USAGE)
+    assert str(caught.value).startswith(du.USAGE % 'gpu_driver_upgrade_policy')
 
 
 @pytest.mark.parametrize('nodes', [-1, True, '3', None])

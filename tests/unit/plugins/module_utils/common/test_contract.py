@@ -19,6 +19,7 @@ import yaml
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.container_toolkit import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import host_sections, registry
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_options import all_runtime_names, runtime_entries
 
 ROLES = Path(__file__).resolve().parents[5] / 'roles'
@@ -41,9 +42,13 @@ def test_runtime_names_are_those_the_runtime_modules_register(name, cdi, names):
 
 
 def test_container_toolkit_defaults_are_the_contracts():
-    """The cluster side assumes what the container_toolkit role does when a node does not say otherwise."""
+    """The cluster side assumes what the container_toolkit role does when a node does not say otherwise: the role's
+    defaults are the ClusterPolicy's (container_toolkit_settings), the contract's for a ClusterPolicy that says nothing."""
     defaults = yaml.safe_load((ROLES / 'container_toolkit' / 'defaults' / 'main.yml').read_text())
-    assert {key: defaults['container_toolkit_' + key] for key in contract.TOOLKIT_DEFAULTS} == contract.TOOLKIT_DEFAULTS
+    assert {key: defaults['container_toolkit_' + key] for key in contract.TOOLKIT_DEFAULTS} == {
+        key: '{{ __container_toolkit_policy.%s }}' % key for key in contract.TOOLKIT_DEFAULTS}
+    settings = host_sections.container_toolkit_settings(registry.resolution()['spec'])
+    assert {key: settings[key] for key in contract.TOOLKIT_DEFAULTS} == contract.TOOLKIT_DEFAULTS
     assert defaults['container_toolkit_validations_dir'] == contract.VALIDATIONS_DIR
 
 

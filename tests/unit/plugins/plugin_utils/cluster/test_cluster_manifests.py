@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+from pathlib import Path
 
 import jsonschema
 import kubernetes_validate
@@ -24,6 +25,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests im
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, prerequisites as cm, registry, skeleton, validation
 
+REPO = Path(__file__).resolve().parents[5]
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
 NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy'}
@@ -151,6 +153,21 @@ def test_defaults():
     assert 'shareProcessNamespace' not in pod, 'no config-manager, nothing to share'
 
 
+def test_empty_priority_class_and_tolerations_keep_the_assets():
+    """The Operator overrides a DaemonSet's priority class and tolerations only with a non-empty value (SOURCE:
+    NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go applyCommonDaemonsetConfig; each asset DaemonSet has
+    system-node-critical and the nvidia.com/gpu toleration), so "" and [] keep them, on the operands and the validator."""
+    scenario = {'policy': {'daemonsets': {'priorityClassName': '', 'tolerations': []}}}
+    daemonsets = by_name(render(scenario)['present'] + validator_objects(scenario), 'DaemonSet')
+    assert daemonsets
+    for daemonset in daemonsets.values():
+        pod = daemonset['spec']['template']['spec']
+        assert pod['priorityClassName'] == 'system-node-critical'
+        assert pod['tolerations'] == [{'key': 'nvidia.com/gpu', 'operator': 'Exists', 'effect': 'NoSchedule'}]
+    custom = render({'policy': {'daemonsets': {'priorityClassName': 'gpu-critical'}}})['present']
+    assert by_name(custom, 'DaemonSet')['nvidia-device-plugin-daemonset']['spec']['template']['spec']['priorityClassName'] == 'gpu-critical'
+
+
 def test_release_defaults_are_stated_once():
     """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
     resolved = render({})['resolved']['spec']
@@ -246,13 +263,66 @@ def test_label_settings_follow_the_plugin_config():
     assert label_settings({'migManager': {'enabled': False}, 'mig': {'strategy': 'mixed'}})['mig_config'] == ''
     with pytest.raises(GpuOpsError, match="no device plugin config 'other' in devicePlugin.config.data"):
         label_settings(spec, 'other')
-    with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
+    with pytest.raises(GpuOpsError, match='the ConfigMap was not read'):
         label_settings(SCENARIOS['external device plugin ConfigMap']['policy'])
     # GFD Pods (with NFD) read the ConfigMap themselves; without NFD the labels stage would write their labels and cannot
     external_with_gfd = dict(SCENARIOS['external device plugin ConfigMap']['policy'], gfd={'enabled': True})
     assert label_settings(external_with_gfd, nfd_enabled=True)['sharing']['strategy'] == 'none'
-    with pytest.raises(GpuOpsError, match='gpu_node_labels writes the labels GFD would and cannot read it'):
+    with pytest.raises(GpuOpsError, match='the ConfigMap was not read'):
         label_settings(external_with_gfd)
+
+
+NVIDIA_TIME_SLICING = yaml.safe_load((REPO / 'tests' / 'fixtures' / 'nvidia-docs' / 'time-slicing-config-all.yaml').read_text())
+FOUR_REPLICAS = {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': False}
+
+
+def test_nvidias_time_slicing_example_under_the_default_strategy():
+    """NVIDIA's documented ConfigMap (tests/fixtures/nvidia-docs/SOURCE.md), unchanged, says flags.migStrategy none: the
+    plugin's MIG_STRATEGY (mig.strategy, single by default) wins over it, so it is accepted and read under single - as
+    the chart's config.data, and as the ConfigMap its user created and the policy names (the kubectl flow)."""
+    named = {'devicePlugin': {'config': {'name': 'time-slicing-config-all', 'default': 'any'}}}
+    given = {'devicePlugin': {'config': dict(named['devicePlugin']['config'], data=NVIDIA_TIME_SLICING['data'])}}
+    assert label_settings(given)['sharing'] == FOUR_REPLICAS
+    assert plugin_config.configs(registry.resolution(given)['spec']['devicePlugin']['config'], 'mixed')['any']['flags'] == {'migStrategy': 'none'}
+
+    resolved = registry.resolution(named)
+    assert plugin_config.config_map_to_read(resolved) == 'time-slicing-config-all'
+    read = plugin_config.with_config_map(resolved, {'resources': [NVIDIA_TIME_SLICING]})
+    assert plugin_config.node_label_settings(read)['sharing'] == FOUR_REPLICAS
+    assert read['spec']['devicePlugin']['config']['create'] is False, 'the ConfigMap is its user\'s'
+    assert plugin_config.config_maps(read['spec'], 'gpu-operator') == [] and registry.cluster_policy(read)['spec']['devicePlugin']['config'] == {
+        'name': 'time-slicing-config-all', 'default': 'any'}
+    assert plugin_config.with_config_map(registry.resolution(given), None) == registry.resolution(given), 'data given: nothing to read'
+    with pytest.raises(GpuOpsError, match="there is no ConfigMap time-slicing-config-all in namespace gpu-operator"):
+        plugin_config.with_config_map(resolved, {'resources': []})
+    with pytest.raises(GpuOpsError, match="devicePlugin.config.default 'other' is not in ConfigMap gpu-operator/time-slicing-config-all"):
+        plugin_config.with_config_map(registry.resolution({'devicePlugin': {'config': {'name': 'time-slicing-config-all', 'default': 'other'}}}),
+                                      {'resources': [NVIDIA_TIME_SLICING]})
+
+
+def test_config_maps_made_from_data_are_removed_once_no_longer_named():
+    """Each ConfigMap made from a config section's data carries gpuops.io/config-of; a later run removes those its settings
+    neither make nor mount (the policy stopped naming them), never one without the label (its user's)."""
+    scenario = {'policy': {'devicePlugin': {'config': {'name': 'plugin-a', 'default': 'ts', 'data': {'ts': TIME_SLICING}}},
+                           'dcgmExporter': {'config': {'name': 'metrics-a', 'data': 'DCGM_FI_DEV_GPU_UTIL, gauge, util\n'}}}}
+    made = dict((o['metadata']['name'], o['metadata']['labels'].get(skeleton.CONFIG_OF)) for o in render(scenario)['present'] if o['kind'] == 'ConfigMap')
+    assert made['plugin-a'] == 'devicePlugin.config' and made['metrics-a'] == 'dcgmExporter.config'
+    assert made['default-mig-parted-config'] is None and made['nvidia-device-plugin-entrypoint'] is None, 'only those made from data'
+
+    def cluster_map(name, section=None):
+        labels = {'app.kubernetes.io/managed-by': 'gpuops.gpu_operator'}
+        if section:
+            labels[skeleton.CONFIG_OF] = section
+        return {'metadata': {'name': name, 'namespace': 'gpu-operator', 'labels': labels}, 'data': {}}
+
+    found = [cluster_map('plugin-a', 'devicePlugin.config'), cluster_map('plugin-old', 'devicePlugin.config'),
+             cluster_map('metrics-a', 'dcgmExporter.config'), cluster_map('users-own')]
+    operands = FilterModule().filters()['cluster_operands']
+    stale = [o for o in operands(resolution(scenario), config_maps=found)['absent'] if o['kind'] == 'ConfigMap']
+    assert stale == [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'plugin-old', 'namespace': 'gpu-operator'}}]
+    # Named without data now (NVIDIA's kubectl flow over a map an earlier run made): mounted, so kept.
+    named = resolution({'policy': {'devicePlugin': {'config': {'name': 'plugin-old'}}}})
+    assert [o['metadata']['name'] for o in operands(named, config_maps=found)['absent'] if o['kind'] == 'ConfigMap'] == ['plugin-a', 'metrics-a']
 
 
 def test_cdi_follows_the_nodes():
@@ -334,7 +404,14 @@ def test_service_monitor_only_with_its_crd():
     ({'driverr': {}}, 'driverr is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
     ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not a field of the ClusterPolicy CRD'),
     ({'gds': {'enabled': True}}, 'gds.enabled is True: the GPUDirect Storage driver container (nvidia-fs) is not deployed'),
-    ({'driver': {'version': '570.1'}}, "driver.version is '570.1': set by role nvidia_driver's variables (nvidia_driver_*)"),
+    ({'driver': {'usePrecompiled': True}}, "driver.usePrecompiled is True: set by role nvidia_driver's variables (nvidia_driver_*)"),
+    ({'driver': {'repoConfig': {'configMapName': 'repo-config'}}}, "driver.repoConfig.configMapName is 'repo-config': the Operator mounts"),
+    ({'driver': {'kernelModuleType': 'closed'}}, 'driver.kernelModuleType must be one of auto, open, proprietary'),
+    ({'driver': {'upgradePolicy': {'podDeletion': {'force': 'maybe'}}}}, "driver.upgradePolicy takes autoUpgrade"),
+    ({'toolkit': {'installDir': 'nvidia'}}, 'toolkit.installDir must be an absolute path'),
+    ({'toolkit': {'env': [{'name': 'CONTAINERD_RUNTIME_TYPE', 'value': 'x'}]}}, 'toolkit.env CONTAINERD_RUNTIME_TYPE: the toolkit is set up'),
+    ({'toolkit': {'env': [{'name': 'CONTAINERD_SET_AS_DEFAULT', 'value': 'yes'}]}}, 'CONTAINERD_SET_AS_DEFAULT must be true or false'),
+    ({'toolkit': {'env': [{'name': 'CONTAINERD_CONFIG', 'value': 'config.toml'}]}}, 'CONTAINERD_CONFIG must be an absolute path'),
     ({'mig': {'strategy': 'triple'}}, 'mig.strategy must be one of'),
     ({'daemonsets': {'updateStrategy': 'Recreate'}}, 'daemonsets.updateStrategy must be RollingUpdate or OnDelete'),
     ({'daemonsets': {'rollingUpdate': {'maxUnavailable': 'many'}}}, 'maxUnavailable must be a number or a percentage'),
@@ -376,7 +453,7 @@ def sharing(kind, resources, **extra):
     (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2, 'devices': [0]}]), 'devices: the device plugin shares all devices'),
     (sharing('timeSlicing', [{'name': 'nvidia.com/gpu', 'replicas': 2}], renameByDefault='yes'), 'renameByDefault must be true or false'),
     (dict(sharing('mps', [{'name': 'nvidia.com/gpu', 'replicas': 2}]), mig={'strategy': 'mixed'}), 'refuses MPS with migStrategy mixed'),
-    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'flags': {'migStrategy': 'none'}}}}}}, "flags.migStrategy 'none' differs from mig.strategy"),
+    ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'flags': {'migStrategy': 'all'}}}}}}, 'flags.migStrategy must be one of'),
     ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'version': 'v2'}}}}}, 'version must be v1'),
     ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': {'shareing': {}}}}}}, 'unknown key(s) shareing'),
     ({'devicePlugin': {'config': {'name': 'c', 'data': {'x': 'sharing: [a'}}}}, 'devicePlugin.config.data.x is not valid YAML'),

@@ -208,7 +208,7 @@ def test_the_operators_sample_is_accepted_whole():
     ({'daemonsets': {'tolerations': {'key': 'a'}}}, 'daemonsets.tolerations must be a list'),
     ({'gds': 'off'}, 'gds must be a mapping'),
     ({'operator': {'use_ocp_driver_toolkit': 'yes'}}, 'operator.use_ocp_driver_toolkit must be of type boolean'),
-    ({'driver': {'upgradePolicy': {'maxParallelUpgrades': 0}}}, 'driver.upgradePolicy.maxParallelUpgrades is 0'),
+    ({'toolkit': {'version': 'v1.17.0'}}, "toolkit.version is 'v1.17.0'"),
 ])
 def test_what_is_not_the_crds_is_refused_by_name(given, message):
     with pytest.raises(policy.PolicyError) as caught:

@@ -9,7 +9,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy, prerequisites, registry, skeleton
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import host_sections, policy, prerequisites, registry, skeleton
 
 OWNERS = [operand for operand in registry.OPERANDS if operand.image]
 
@@ -29,8 +29,10 @@ def test_names_are_unique_and_each_section_has_one_owner():
 
 def test_schema_defaults_and_crd_cover_every_section():
     sections = {operand.section for operand in OWNERS}
-    assert set(policy.schema(registry.OPERANDS)) == set(policy.COMMON_SCHEMA) | sections
-    assert set(policy.defaults(registry.OPERANDS)) == set(policy.COMMON_SCHEMA) | sections
+    assert set(policy.schema(registry.OPERANDS)) == set(policy.COMMON_SCHEMA) | set(host_sections.SCHEMA) | sections
+    assert set(policy.defaults(registry.OPERANDS)) == set(policy.COMMON_SCHEMA) | set(host_sections.SCHEMA) | sections
+    assert dict((section, set(fields)) for section, fields in host_sections.defaults().items()) == dict(
+        (section, set(fields)) for section, fields in host_sections.SCHEMA.items()), 'every field the node roles honour has its default'
     crd = prerequisites.cluster_policy_crd()['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']
     assert sections <= set(crd['properties']) and set(crd['required']) <= set(crd['properties']) | set(policy.NOT_DEPLOYED)
     for operand in OWNERS:
