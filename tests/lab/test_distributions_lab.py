@@ -135,7 +135,7 @@ def fixture_lab(tmp_path):
             list(pool.map(lay_out, NODES))
         inventory = yaml.safe_load(LAB_INVENTORY.read_text())
         gpu_nodes = inventory['all']['children']['gpu_nodes']
-        sid = next(hostvars for hostvars in gpu_nodes['hosts'].values() if hostvars['gpuops_lab_distro'] == 'sid')
+        sid = [hostvars for hostvars in gpu_nodes['hosts'].values() if hostvars['gpuops_lab_distro'] == 'sid'][0]
         gpu_nodes['hosts'] = {name: dict(sid, gpuops_lab_distro=image) for name, (image, _fixture) in names.items()}
         path = tmp_path / 'hosts.yml'
         path.write_text(yaml.safe_dump(inventory))
@@ -189,11 +189,11 @@ def test_each_distribution_keeps_the_runtime_through_its_restart_and_uninstall(l
     rc, out = playbook(kubeconfig, inventory, 'uninstall.yml')
     took['uninstall_s'] = round(time.monotonic() - started)
     assert rc == 0, out[-8000:]
-    for distribution, (_image, unit, *_rest) in NODES.items():
+    for distribution, (_image, unit, *rest) in NODES.items():
         name = PREFIX + distribution
-        assert files(name, NODES[distribution][4]) == before[distribution], distribution
+        assert files(name, rest[2]) == before[distribution], distribution
         on(name, 'systemctl', 'restart', unit)
-        assert files(name, NODES[distribution][4]) == before[distribution], f'{distribution}, written anew'
+        assert files(name, rest[2]) == before[distribution], f'{distribution}, written anew'
         assert dump(name, distribution)[1] in (None, 'runc'), distribution
 
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -58,7 +58,7 @@ ln -sf /usr/bin/containerd "$program"
 # The node's own containerd gives way to the distribution's: one containerd, started by the distribution's unit.
 systemctl disable --now containerd.service >/dev/null 2>&1
 systemctl mask containerd.service >/dev/null 2>&1
-cat > /etc/systemd/system/$units <<UNIT
+cat > "/etc/systemd/system/$units" <<UNIT
 [Unit]
 Description=gpuops lab: $name's containerd (laid out; the Debian containerd underneath)
 [Service]
@@ -71,4 +71,4 @@ KillMode=process
 WantedBy=multi-user.target
 UNIT
 systemctl daemon-reload
-systemctl enable --now $units >/dev/null 2>&1
+systemctl enable --now "$units" >/dev/null 2>&1
