@@ -208,12 +208,14 @@ def node(name, **labels):
 
 def test_targets():
     nodes = [node('b'), node('a', **{'nvidia.com/gpu.deploy.operator-validator': 'false'}), {'metadata': {'name': 'cpu', 'labels': {}}},
-             {'metadata': {'name': 'listed', 'labels': {}}}]
+             {'metadata': {'name': 'listed', 'labels': {}}}, node('off', **{'nvidia.com/gpu.deploy.operands': 'false'})]
     found = v.targets(nodes, run_nodes=['listed', 'gone', 'b'])
+    # operands=false: the Operator takes every deploy label off the Node, the validator's too (issue 24 item 1)
     assert [(t['node'], t['exists'], t['skip'], t['resources']) for t in found] == [
         ('a', True, 'the Node is labelled nvidia.com/gpu.deploy.operator-validator=false', ['nvidia.com/gpu']),
-        ('b', True, '', ['nvidia.com/gpu']), ('gone', False, '', []), ('listed', True, '', ['nvidia.com/gpu'])]
-    assert [t['node'] for t in v.targets(nodes, selector={'nvidia.com/gpu.count': '1'})] == ['a', 'b']
+        ('b', True, '', ['nvidia.com/gpu']), ('off', True, 'the Node is labelled nvidia.com/gpu.deploy.operands=false', ['nvidia.com/gpu']),
+        ('gone', False, '', []), ('listed', True, '', ['nvidia.com/gpu'])]
+    assert [t['node'] for t in v.targets(nodes, selector={'nvidia.com/gpu.count': '1'})] == ['a', 'b', 'off']
 
 
 def test_targets_follow_the_config_each_node_runs():
