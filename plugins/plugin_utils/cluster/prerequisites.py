@@ -60,8 +60,7 @@ def _component_schema(extra=None):
     properties = {
         'enabled': {'type': 'boolean'}, 'repository': {'type': 'string'}, 'image': {'type': 'string', 'pattern': '[a-zA-Z0-9\\-]+'},
         'version': {'type': 'string'}, 'imagePullPolicy': {'type': 'string'}, 'imagePullSecrets': string_list, 'args': string_list,
-        'env': {'type': 'array', 'items': {'type': 'object', 'required': ['name'],
-                                           'properties': {'name': {'type': 'string'}, 'value': {'type': 'string'}}}},
+        'env': skeleton.crd_env(),
         'resources': {'type': 'object', 'properties': {'limits': quantities, 'requests': quantities}},
         'hostNetwork': {'type': 'boolean'},
     }

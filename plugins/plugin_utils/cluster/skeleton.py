@@ -45,6 +45,12 @@ def crd_string_map():
     return {'type': 'object', 'additionalProperties': {'type': 'string'}}
 
 
+def crd_env():
+    """The CRD schema of a component's env (the ClusterPolicy's EnvVar list)."""
+    return {'type': 'array', 'items': {'type': 'object', 'required': ['name'],
+                                       'properties': {'name': {'type': 'string'}, 'value': {'type': 'string'}}}}
+
+
 IMAGE_FIELDS = {'repository': 'str', 'image': 'str', 'version': 'str', 'imagePullPolicy': 'str', 'imagePullSecrets': 'strlist',
                 'resources': 'resources'}
 OPERAND_FIELDS = dict(IMAGE_FIELDS, enabled='bool', args='strlist', env='env', hostNetwork='bool')
@@ -231,8 +237,15 @@ def add_pull_secrets(pod, names):
             secrets.append({'name': name})
 
 
+# The validator's component sections whose env goes to the validation init containers of that component (<name>-validation),
+# in every DaemonSet that has one: the Operator's transformValidationInitContainer (driver, toolkit) and
+# TransformValidatorComponent (the validator's own: driver, toolkit, cuda, plugin).
+VALIDATION_COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')
+
+
 def validation_containers(pod, validator):
-    """The validation init containers run the validator image as root, with its pull settings and resources."""
+    """The validation init containers run the validator image as root, with its pull settings and resources, and the env
+    of their component's validator section (validator.<component>.env) merged last."""
     for item in pod['initContainers']:
         if 'validation' in item['name']:
             item['image'] = image(validator, 'validator')
@@ -240,6 +253,9 @@ def validation_containers(pod, validator):
             if validator['resources']:
                 item['resources'] = copy.deepcopy(validator['resources'])
             item['securityContext']['runAsUser'] = 0
+            component = item['name'].split('-validation', 1)[0]
+            if component in VALIDATION_COMPONENTS and validator[component]['env']:
+                item['env'] = policy.merge_env(item.get('env', []), validator[component]['env'])
     add_pull_secrets(pod, validator['imagePullSecrets'])
 
 

@@ -55,6 +55,12 @@ SCENARIOS = {
                          'hpcJobMapping': {'enabled': True}, 'enablePodLabels': True, 'podLabelAllowlistRegex': ['^app$'],
                          'service': {'type': 'NodePort'}, 'hostPID': True, 'annotations': {'x': 'y'}},
         'devicePlugin': {'mps': {'root': '/var/run/mps'}, 'hostNetwork': True}}},
+    'validator component env, args, env, host network': {'policy': {'validator': {
+        'env': [{'name': 'DEBUG', 'value': 'true'}], 'args': ['sleep infinity'], 'hostNetwork': True,
+        'driver': {'env': [{'name': 'DISABLE_DEV_CHAR_SYMLINK_CREATION', 'value': 'true'}]},
+        'toolkit': {'env': [{'name': 'NVIDIA_VISIBLE_DEVICES', 'value': 'void'}]}, 'cuda': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}]},
+        'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}, 'vfioPCI': {'env': [{'name': 'X', 'value': 'y'}]}},
+        'gfd': {'enabled': True}}},
     'everything on, pull secrets, resources, args, env': {
         'monitor': True,
         'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]},
@@ -197,6 +203,30 @@ def test_env_and_args_merge_by_name():
     assert plugin['command'] == ['/bin/sh', '-c'] and plugin['args'] == ['exec /bin/entrypoint.sh "$@"', 'entrypoint.sh', '--mig-strategy=none']
     assert pod_of(rendered, 'nvidia-mig-manager')['containers'][0]['args'][2:] == ['--with-reboot', '--mode=y']
     assert policy.merge_args(['--a=1', 'x', '--b'], ['--b=2', '--a=3', 'y']) == ['--a=3', 'x', '--b=2', 'y']
+
+
+def test_validator_component_env_reaches_its_validation_init_containers():
+    """Issue 24: validator.<component>.env on that component's init container, last (SOURCE: NVIDIA/gpu-operator v26.7.0
+    controllers/object_controls.go TransformValidatorComponent for the validator, transformValidationInitContainer for the
+    toolkit-validation init container of every operand); validator.args replace the main container's, validator.env and
+    hostNetwork (TransformValidatorShared, TransformValidator) go to the validator's Pod."""
+    scenario = SCENARIOS['validator component env, args, env, host network']
+    pod = pod_of({'present': validator_objects(scenario)}, 'nvidia-operator-validator')
+    init = dict((item['name'], env_of(item)) for item in pod['initContainers'])
+    assert init['driver-validation']['DISABLE_DEV_CHAR_SYMLINK_CREATION'] == 'true' and init['driver-validation']['WITH_WAIT'] == 'true'
+    assert init['toolkit-validation']['NVIDIA_VISIBLE_DEVICES'] == 'void'
+    assert init['cuda-validation']['WITH_WORKLOAD'] == 'false' and init['cuda-validation']['VALIDATOR_IMAGE']
+    assert init['plugin-validation']['WITH_WORKLOAD'] == 'true' and init['plugin-validation']['MIG_STRATEGY'] == 'single'
+    assert [name for name in init if 'X' in init[name]] == []  # the sandbox validator's components reach no container here
+    main = pod['containers'][0]
+    assert main['args'] == ['sleep infinity'] and env_of(main) == {'DEBUG': 'true'}
+    assert pod['hostNetwork'] is True and pod['dnsPolicy'] == 'ClusterFirstWithHostNet'
+    rendered = render(scenario)
+    waiting = [(obj['metadata']['name'], item) for obj in rendered['present'] if obj['kind'] == 'DaemonSet'
+               for item in obj['spec']['template']['spec'].get('initContainers', []) if item['name'] == 'toolkit-validation']
+    assert len(waiting) >= 5 and all(env_of(item).get('NVIDIA_VISIBLE_DEVICES') == 'void' for _name, item in waiting), waiting
+    cluster_policy = registry.cluster_policy(rendered['resolved'])['spec']['validator']
+    assert cluster_policy['plugin'] == {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]} and cluster_policy['vgpuDevices'] == {'env': []}
 
 
 def test_gfd_keeps_mig_strategy_over_user_env():

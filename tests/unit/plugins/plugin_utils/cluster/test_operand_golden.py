@@ -86,6 +86,11 @@ CASES = {
         'mirror, pull secrets, resources, no device plugin, daemonsets': {'registry': MIRROR, 'policy': {
             'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}}, 'devicePlugin': {'enabled': False},
             'daemonsets': DAEMONSETS}},
+        'component env, args, env, host network': {'policy': {'validator': {
+            'env': [{'name': 'DEBUG', 'value': 'true'}], 'args': ['sleep infinity'], 'hostNetwork': True,
+            'driver': {'env': [{'name': 'DISABLE_DEV_CHAR_SYMLINK_CREATION', 'value': 'true'}]},
+            'toolkit': {'env': [{'name': 'NVIDIA_VISIBLE_DEVICES', 'value': 'void'}]}, 'cuda': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}]},
+            'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}}}},
     },
 }
 

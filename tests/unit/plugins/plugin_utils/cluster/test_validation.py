@@ -177,7 +177,8 @@ def test_runtime_class_is_the_operands():
     ({'tag': 'x'}, 'validator.tag is not honoured by this collection'),
     ({'imagePullSecrets': 'pull'}, "validator.imagePullSecrets must be a list of strings, not 'pull'"),
     ({'version': ''}, 'validator.version must be a non-empty string'),
-    ({'env': [{'name': 'A', 'value': 'b'}]}, 'validator.env is not honoured by this collection'),
+    ({'args': 'x'}, "validator.args must be a list of strings, not 'x'"),
+    ({'plugin': {'env': [{'name': 'WITH_WORKLOAD'}], 'args': []}}, 'validator.plugin.args is not honoured by this collection'),
 ])
 def test_bad_image_settings(validator, message):
     with pytest.raises(GpuOpsError, match=message.replace('(', r'\(').replace(')', r'\)')):
