@@ -33,7 +33,7 @@ KINDS = {
     'Role': ('rbac.authorization.k8s.io/v1', True), 'RoleBinding': ('rbac.authorization.k8s.io/v1', True),
     'ClusterRole': ('rbac.authorization.k8s.io/v1', False), 'ClusterRoleBinding': ('rbac.authorization.k8s.io/v1', False),
     'RuntimeClass': ('node.k8s.io/v1', False), 'CustomResourceDefinition': ('apiextensions.k8s.io/v1', False),
-    'ClusterPolicy': ('nvidia.com/v1', False),
+    'ClusterPolicy': ('nvidia.com/v1', False), 'Namespace': ('v1', False),
 }
 ABSENT = '$absent'
 
@@ -174,7 +174,9 @@ def run_scenario(kube_api, tmp_path, scenario, namespace):
 
 
 def read(dyn, kind, name, namespace):
+    """The object as the API holds it, None when there is none; the name `$namespace` is the scenario's namespace."""
     api_version, namespaced = KINDS[kind]
+    name = namespace if name == '$namespace' else name
     try:
         return dyn.resources.get(api_version=api_version, kind=kind).get(name=name, namespace=namespace if namespaced else None).to_dict()
     except (NotFoundError, ApiException) as exc:

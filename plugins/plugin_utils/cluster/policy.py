@@ -33,6 +33,9 @@ DOCS = 'docs/coming-from-gpu-operator.md'
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
 # The Operator's sections this collection does not deploy: the ClusterPolicy says they are off.
 NOT_DEPLOYED = ('driver', 'toolkit', 'dcgm')
+# hostPaths and their defaults (the chart's rootFS and driverInstallDir, the CRD's kubeletRootDir): where the operands find
+# the host's root, the driver's root and the kubelet's directory (skeleton.host_paths, the DCGM exporter's pod-resources).
+HOST_PATHS = {'rootFS': '/', 'driverInstallDir': '/run/nvidia/driver', 'kubeletRootDir': '/var/lib/kubelet'}
 
 
 class PolicyError(GpuOpsError):
@@ -50,6 +53,8 @@ def common_defaults():
         },
         'mig': {'strategy': 'single'},
         'cdi': {'enabled': None, 'default': False},  # None: the GPU nodes' container_toolkit_cdi_enabled
+        'psa': {'enabled': False},
+        'hostPaths': dict(HOST_PATHS),
     }
 
 
@@ -68,6 +73,8 @@ COMMON_SCHEMA = {
                    'updateStrategy': 'str', 'rollingUpdate': {'maxUnavailable': 'scalar'}, 'podSecurityContext': 'dict'},
     'mig': {'strategy': 'str'},
     'cdi': {'enabled': 'bool', 'default': 'bool'},
+    'psa': {'enabled': 'bool'},
+    'hostPaths': dict((key, 'str') for key in HOST_PATHS),
 }
 
 
@@ -253,6 +260,9 @@ def resolve(policy, registry, nodes, operands):
         raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
     if resolved['cdi']['default']:
         raise PolicyError('cdi.default is deprecated in the GPU Operator and has no effect there; cdi.enabled makes CDI the default')
+    for key, path in sorted(resolved['hostPaths'].items()):
+        if not path.startswith('/'):
+            raise PolicyError('hostPaths.%s must be an absolute path on the host, not %r' % (key, path))
     for operand in operands:
         operand.check(resolved)
     toolkit = node_toolkit(nodes)

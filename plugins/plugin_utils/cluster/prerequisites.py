@@ -90,6 +90,9 @@ def cluster_policy_crd():
             'mig': {'type': 'object', 'properties': {'strategy': {'type': 'string', 'enum': list(contract.MIG_STRATEGIES)}}},
             'cdi': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True, 'properties': {
                 'enabled': {'type': 'boolean', 'default': True}, 'default': {'type': 'boolean', 'default': False}}},
+            'psa': {'type': 'object', 'properties': {'enabled': {'type': 'boolean'}}},
+            'hostPaths': {'type': 'object', 'properties': {'rootFS': {'type': 'string'}, 'driverInstallDir': {'type': 'string'},
+                                                           'kubeletRootDir': {'type': 'string', 'default': '/var/lib/kubelet'}}},
         },
     }
     spec['properties'].update((operand.section, _component_schema(operand.crd)) for operand in registry.OPERANDS if operand.image)

@@ -129,6 +129,7 @@ class Operand(object):
         account, the deploy label (or `selector`) and, unless `runtime_class` is false, operator.runtimeClass."""
         common = resolved['daemonsets']
         labels = labels or {'app': self.daemonset}
+        host_paths(pod, resolved['hostPaths'])
         pod = dict(pod, serviceAccountName=self.account, nodeSelector=selector or {contract.deploy_label(self.deploy): 'true'},
                    tolerations=copy.deepcopy(common['tolerations']), priorityClassName=common['priorityClassName'])
         if runtime_class:
@@ -190,6 +191,36 @@ def field_env(name, path):
 
 def set_env(container, name, value):
     container['env'] = policy.merge_env(container.get('env', []), [value_env(name, value)])
+
+
+def default_env(container, name, value):
+    """`name` set unless the container has it already (from the user's env, which the Operator merges after it)."""
+    if not any(item['name'] == name for item in container.get('env', [])):
+        set_env(container, name, value)
+
+
+def host_paths(pod, paths):
+    """hostPaths, as the Operator changes every operand's Pod (transformForHostRoot, transformForDriverInstallDir): a Pod
+    mounting the host's root (host-root) mounts rootFS there, its containers get HOST_ROOT and host-dev-char is
+    <rootFS>/dev/char; a Pod mounting the driver's root (driver-install-dir) mounts driverInstallDir, which its
+    driver-validation init container is told (DRIVER_INSTALL_DIR, DRIVER_INSTALL_DIR_CTR_PATH) and mounts at that path."""
+    volumes = dict((volume['name'], volume) for volume in pod['volumes'])
+    root, driver = paths['rootFS'], paths['driverInstallDir']
+    if root not in ('', '/') and 'host-root' in volumes:
+        volumes['host-root']['hostPath']['path'] = root
+        for item in pod.get('initContainers', []) + pod['containers']:
+            default_env(item, 'HOST_ROOT', root)
+    if root not in ('', '/') and 'host-dev-char' in volumes:
+        volumes['host-dev-char']['hostPath']['path'] = root.rstrip('/') + '/dev/char'
+    if driver not in ('', policy.HOST_PATHS['driverInstallDir']) and 'driver-install-dir' in volumes:
+        volumes['driver-install-dir']['hostPath']['path'] = driver
+        for item in pod.get('initContainers', []):
+            if item['name'] == 'driver-validation':
+                default_env(item, 'DRIVER_INSTALL_DIR', driver)
+                default_env(item, 'DRIVER_INSTALL_DIR_CTR_PATH', driver)
+                for spec in item['volumeMounts']:
+                    if spec['name'] == 'driver-install-dir':
+                        spec['mountPath'] = driver
 
 
 def toolkit_validation(volume, path):

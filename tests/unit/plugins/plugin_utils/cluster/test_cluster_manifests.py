@@ -61,6 +61,10 @@ SCENARIOS = {
         'toolkit': {'env': [{'name': 'NVIDIA_VISIBLE_DEVICES', 'value': 'void'}]}, 'cuda': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}]},
         'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}, 'vfioPCI': {'env': [{'name': 'X', 'value': 'y'}]}},
         'gfd': {'enabled': True}}},
+    'host paths of a host mounted elsewhere': {'policy': {
+        'hostPaths': {'rootFS': '/host-root', 'driverInstallDir': '/opt/nvidia/driver', 'kubeletRootDir': '/var/lib/k0s/kubelet'},
+        'psa': {'enabled': True}, 'validator': {'driver': {'env': [{'name': 'DRIVER_INSTALL_DIR', 'value': '/given'}]}},
+        'devicePlugin': {'env': [{'name': 'HOST_ROOT', 'value': '/given'}]}}},
     'everything on, pull secrets, resources, args, env': {
         'monitor': True,
         'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]},
@@ -107,7 +111,7 @@ def pod_of(rendered, name):
 
 
 def env_of(container):
-    return dict((e['name'], e.get('value', e.get('valueFrom'))) for e in container['env'])
+    return dict((e['name'], e.get('value', e.get('valueFrom'))) for e in container.get('env', []))
 
 
 def distinct_objects():
@@ -227,6 +231,38 @@ def test_validator_component_env_reaches_its_validation_init_containers():
     assert len(waiting) >= 5 and all(env_of(item).get('NVIDIA_VISIBLE_DEVICES') == 'void' for _name, item in waiting), waiting
     cluster_policy = registry.cluster_policy(rendered['resolved'])['spec']['validator']
     assert cluster_policy['plugin'] == {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]} and cluster_policy['vgpuDevices'] == {'env': []}
+
+
+def test_host_paths_reach_the_operands_that_mount_them():
+    """Issue 24: hostPaths as the Operator applies them to every operand (SOURCE: NVIDIA/gpu-operator v26.7.0
+    controllers/object_controls.go preProcessDaemonSet: transformForHostRoot, transformForDriverInstallDir, before each
+    operand's transform, whose user env therefore wins; TransformDCGMExporter: kubeletRootDir's pod-resources)."""
+    rendered = render(SCENARIOS['host paths of a host mounted elsewhere'])
+    roots = {}
+    for obj in rendered['present'] + validator_objects(SCENARIOS['host paths of a host mounted elsewhere']):
+        if obj['kind'] == 'DaemonSet':
+            pod = obj['spec']['template']['spec']
+            volumes = dict((volume['name'], volume.get('hostPath', {}).get('path')) for volume in pod['volumes'])
+            roots[obj['metadata']['name']] = (volumes.get('host-root'), sorted(set(
+                env_of(item).get('HOST_ROOT') for item in pod.get('initContainers', []) + pod['containers'])), volumes.get('driver-install-dir'))
+    assert roots['nvidia-device-plugin-daemonset'] == ('/host-root', ['/given', '/host-root'], '/opt/nvidia/driver')
+    assert roots['nvidia-mig-manager'] == ('/host-root', ['/host-root'], '/opt/nvidia/driver')
+    assert roots['nvidia-operator-validator'] == ('/host-root', ['/host-root'], '/opt/nvidia/driver')
+    assert roots['nvidia-dcgm-exporter'] == (None, [None], None), 'no host-root volume: no HOST_ROOT'
+    validator = pod_of({'present': validator_objects(SCENARIOS['host paths of a host mounted elsewhere'])}, 'nvidia-operator-validator')
+    driver = validator['initContainers'][0]
+    assert driver['name'] == 'driver-validation' and env_of(driver)['DRIVER_INSTALL_DIR'] == '/given'
+    assert env_of(driver)['DRIVER_INSTALL_DIR_CTR_PATH'] == '/opt/nvidia/driver'
+    assert {'name': 'driver-install-dir', 'mountPath': '/opt/nvidia/driver', 'mountPropagation': 'HostToContainer'} in driver['volumeMounts']
+    assert {'name': 'host-dev-char', 'hostPath': {'path': '/host-root/dev/char'}} in validator['volumes']
+    exporter = pod_of(rendered, 'nvidia-dcgm-exporter')
+    assert {'name': 'pod-gpu-resources', 'hostPath': {'path': '/var/lib/k0s/kubelet/pod-resources'}} in exporter['volumes']
+    assert {'mountPath': '/var/lib/kubelet/pod-resources', 'name': 'pod-gpu-resources', 'readOnly': True} in exporter['containers'][0]['volumeMounts']
+    spec = registry.cluster_policy(rendered['resolved'])['spec']
+    assert spec['psa'] == {'enabled': True} and spec['hostPaths']['kubeletRootDir'] == '/var/lib/k0s/kubelet'
+    # at the defaults nothing changes
+    defaults = pod_of(render({}), 'nvidia-device-plugin-daemonset')
+    assert {'name': 'host-root', 'hostPath': {'path': '/'}} in defaults['volumes'] and 'HOST_ROOT' not in env_of(defaults['containers'][0])
 
 
 def test_gfd_keeps_mig_strategy_over_user_env():
@@ -363,7 +399,9 @@ def test_service_monitor_only_with_its_crd():
 @pytest.mark.parametrize('spec,message', [
     ({'driverr': {}}, 'driverr is not honoured by this collection (it honours cdi, daemonsets, dcgmExporter'),
     ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not honoured by this collection'),
-    ({'psa': {'enabled': True}}, 'psa is not honoured'),
+    ({'psa': {'enabled': 'yes'}}, 'psa.enabled must be true or false'),
+    ({'hostPaths': {'rootFS': 'host'}}, "hostPaths.rootFS must be an absolute path on the host, not 'host'"),
+    ({'hostPaths': {'kubeletRootDir': ''}}, "hostPaths.kubeletRootDir must be an absolute path on the host, not ''"),
     ({'driver': {'enabled': True}}, 'driver: the driver is installed on the host by the nvidia_driver role'),
     ({'mig': {'strategy': 'triple'}}, 'mig.strategy must be one of'),
     ({'daemonsets': {'updateStrategy': 'Recreate'}}, 'daemonsets.updateStrategy must be RollingUpdate or OnDelete'),
