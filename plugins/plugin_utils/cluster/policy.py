@@ -32,7 +32,7 @@ PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
 DOCS = 'docs/coming-from-gpu-operator.md'
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
 # The Operator's sections this collection does not deploy: the ClusterPolicy says they are off.
-NOT_DEPLOYED = ('driver', 'toolkit', 'dcgm')
+NOT_DEPLOYED = ('driver', 'toolkit')
 # hostPaths and their defaults (the chart's rootFS and driverInstallDir, the CRD's kubeletRootDir): where the operands find
 # the host's root, the driver's root and the kubelet's directory (skeleton.host_paths, the DCGM exporter's pod-resources).
 HOST_PATHS = {'rootFS': '/', 'driverInstallDir': '/run/nvidia/driver', 'kubeletRootDir': '/var/lib/kubelet'}

@@ -16,13 +16,14 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import ref
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
-    dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
+    dcgm, dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import Context
 
 OPERANDS = (
     validator.OPERAND,
     device_plugin.OPERAND,
     mps_control_daemon.OPERAND,
+    dcgm.OPERAND,
     dcgm_exporter.OPERAND,
     gpu_feature_discovery.OPERAND,
     mig_manager.OPERAND,

@@ -67,7 +67,7 @@ SCENARIOS = {
         'devicePlugin': {'env': [{'name': 'HOST_ROOT', 'value': '/given'}]}}},
     'everything on, pull secrets, resources, args, env': {
         'monitor': True,
-        'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]},
+        'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]}, 'dcgm': {'enabled': True},
                    'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}},
                    'devicePlugin': {'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
                                     'env': [{'name': 'DEVICE_LIST_STRATEGY', 'value': 'volume-mounts'}],
@@ -149,8 +149,9 @@ def test_defaults():
     rendered = render({})
     assert sorted(by_name(rendered['present'], 'DaemonSet')) == [
         'nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']
-    # off by default (GFD: deviation gfd-default; the node status exporter as in the chart)
-    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery', 'nvidia-node-status-exporter'}
+    # off by default (GFD: deviation gfd-default; the node status exporter and the standalone DCGM as in the chart)
+    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {
+        'gpu-feature-discovery', 'nvidia-node-status-exporter', 'nvidia-dcgm'}
     plugin = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']
     assert plugin['spec']['updateStrategy'] == {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}}
     pod = plugin['spec']['template']['spec']
@@ -165,7 +166,7 @@ def test_release_defaults_are_stated_once():
     """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
     resolved = render({})['resolved']['spec']
     owners = [operand for operand in registry.OPERANDS if operand.image]
-    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
+    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgm', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
     for operand in owners:
         spec = resolved[operand.section]
         assert (spec['repository'], spec['image'], spec['version']) == operand.image
@@ -263,6 +264,28 @@ def test_host_paths_reach_the_operands_that_mount_them():
     # at the defaults nothing changes
     defaults = pod_of(render({}), 'nvidia-device-plugin-daemonset')
     assert {'name': 'host-root', 'hostPath': {'path': '/'}} in defaults['volumes'] and 'HOST_ROOT' not in env_of(defaults['containers'][0])
+
+
+LOCAL_HOSTENGINE = [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'localhost:5555'}]
+
+
+# SOURCE: NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go TransformDCGMExporter (DCGM.IsEnabled: the remote
+# hostengine nvidia-dcgm:5555 set before the user's env, which wins; else a localhost hostengine: hostNetwork and
+# ClusterFirstWithHostNet), controllers/transforms_test.go "dcgm running on the host itself(DGX BaseOS)".
+@pytest.mark.parametrize('dcgm, env, hostengine, host_network', [
+    (False, [], None, False),                                       # the exporter's embedded hostengine
+    (True, [], 'nvidia-dcgm:5555', False),                          # the standalone DCGM's Service
+    (True, LOCAL_HOSTENGINE, 'localhost:5555', False),              # the user's env wins; DCGM enabled: no host network
+    (False, LOCAL_HOSTENGINE, 'localhost:5555', True),              # issue 24 item 2: on the host (DGX OS), deviation dcgm-on-host
+    (False, [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'dcgm.example:5555'}], 'dcgm.example:5555', False),
+])
+def test_dcgm_exporter_reads_the_hostengine_it_is_pointed_at(dcgm, env, hostengine, host_network):
+    rendered = render({'policy': {'dcgm': {'enabled': dcgm}, 'dcgmExporter': {'env': env}}})
+    pod = pod_of(rendered, 'nvidia-dcgm-exporter')
+    assert env_of(pod['containers'][0]).get('DCGM_REMOTE_HOSTENGINE_INFO') == hostengine
+    assert (pod.get('hostNetwork'), pod.get('dnsPolicy')) == ((True, 'ClusterFirstWithHostNet') if host_network else (None, None))
+    assert ('nvidia-dcgm' in by_name(rendered['present'], 'DaemonSet')) is dcgm
+    assert ('nvidia-dcgm' in by_name(rendered['present'], 'Service')) is dcgm
 
 
 def test_gfd_keeps_mig_strategy_over_user_env():
@@ -397,7 +420,7 @@ def test_service_monitor_only_with_its_crd():
 
 
 @pytest.mark.parametrize('spec,message', [
-    ({'driverr': {}}, 'driverr is not honoured by this collection (it honours cdi, daemonsets, dcgmExporter'),
+    ({'driverr': {}}, 'driverr is not honoured by this collection (it honours cdi, daemonsets, dcgm, dcgmExporter'),
     ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not honoured by this collection'),
     ({'psa': {'enabled': 'yes'}}, 'psa.enabled must be true or false'),
     ({'hostPaths': {'rootFS': 'host'}}, "hostPaths.rootFS must be an absolute path on the host, not 'host'"),

@@ -53,6 +53,13 @@ CASES = {
         'configs, mirror, mps root, resources': {'registry': MIRROR, 'policy': {'devicePlugin': {
             'config': PLUGIN_CONFIGS, 'mps': {'root': '/var/lib/mps'}, 'resources': {'limits': {'memory': '100Mi'}}}}},
     },
+    'dcgm': {
+        'defaults (off)': {},
+        'on: mirror, pull secrets, args, env, resources, host network, daemonsets': {'registry': MIRROR, 'policy': {
+            'daemonsets': DAEMONSETS, 'dcgm': {
+                'enabled': True, 'imagePullSecrets': ['pull'], 'args': ['--log-level', 'ERROR'], 'env': [{'name': 'DCGM_HOME_DIR', 'value': '/tmp'}],
+                'resources': {'limits': {'memory': '1Gi'}}, 'hostNetwork': True}}},
+    },
     'dcgm_exporter': {
         'defaults, with the ServiceMonitor CRD': {'monitor': True},
         'metrics, pod labels, hpc, service, monitor settings': {'monitor': True, 'policy': {'dcgmExporter': {
@@ -61,6 +68,8 @@ CASES = {
             'annotations': {'x': 'y'}, 'env': [{'name': 'DCGM_EXPORTER_INTERVAL', 'value': '10000'}],
             'serviceMonitor': {'interval': '30s', 'honorLabels': True, 'additionalLabels': {'release': 'prom'}}}}},
         'disabled, with the ServiceMonitor CRD': {'monitor': True, 'policy': {'dcgmExporter': {'enabled': False}}},
+        'with the standalone DCGM': {'policy': {'dcgm': {'enabled': True}}},
+        'the hostengine on the host (DGX OS)': {'policy': {'dcgmExporter': {'env': [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'localhost:5555'}]}}},
     },
     'gpu_feature_discovery': {
         'defaults (off)': {},
