@@ -30,11 +30,11 @@ DOCS = REPO / 'docs' / 'coming-from-gpu-operator.md'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 # kind -> (apiVersion, namespaced)
 KINDS = {
-    'DaemonSet': ('apps/v1', True), 'ConfigMap': ('v1', True), 'Service': ('v1', True), 'ServiceAccount': ('v1', True),
+    'DaemonSet': ('apps/v1', True), 'Deployment': ('apps/v1', True), 'ConfigMap': ('v1', True), 'Service': ('v1', True), 'ServiceAccount': ('v1', True),
     'Role': ('rbac.authorization.k8s.io/v1', True), 'RoleBinding': ('rbac.authorization.k8s.io/v1', True),
     'ClusterRole': ('rbac.authorization.k8s.io/v1', False), 'ClusterRoleBinding': ('rbac.authorization.k8s.io/v1', False),
     'RuntimeClass': ('node.k8s.io/v1', False), 'CustomResourceDefinition': ('apiextensions.k8s.io/v1', False),
-    'ClusterPolicy': ('nvidia.com/v1', False), 'Namespace': ('v1', False),
+    'ClusterPolicy': ('nvidia.com/v1', False), 'Namespace': ('v1', False), 'NodeFeatureRule': ('nfd.k8s-sigs.io/v1alpha1', False),
 }
 ABSENT = '$absent'
 
@@ -187,12 +187,13 @@ def read(dyn, kind, name, namespace):
 
 
 def cleanup(kube_api, namespace):
-    """The scenario's namespace and our cluster-scoped objects (ClusterRoles, bindings, RuntimeClasses) go."""
+    """The scenario's namespace and our cluster-scoped objects (ClusterRoles, bindings, RuntimeClasses, NFD's CRDs) go."""
     dyn = DynamicClient(kube_api.api_client)
-    for kind in ('ClusterRoleBinding', 'ClusterRole', 'RuntimeClass'):
+    for kind in ('ClusterRoleBinding', 'ClusterRole', 'RuntimeClass', 'CustomResourceDefinition'):
         resource = dyn.resources.get(api_version=KINDS[kind][0], kind=kind)
         for item in resource.get(label_selector=MANAGED_BY).items:
-            resource.delete(name=item.metadata.name)
+            if kind != 'CustomResourceDefinition' or item.metadata.name.endswith('.nfd.k8s-sigs.io'):
+                resource.delete(name=item.metadata.name)
     delete_namespace(kube_api, namespace)
 
 

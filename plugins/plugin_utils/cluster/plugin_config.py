@@ -114,17 +114,18 @@ def configs(spec, mig_strategy):
                 for name, value in (spec.get('data') or {}).items())
 
 
-def node_label_settings(resolved, node_config='', nfd_enabled=False):
+def node_label_settings(resolved, node_config=''):
     """What gpu_node_labels needs to label a node as the plugin (and GFD) see it, from the run's ClusterPolicy
     (registry.resolution) and the node's device plugin config (its nvidia.com/device-plugin.config, '' for the default).
 
     {mig_strategy, sharing, mig_config (the nvidia.com/mig.config value for a MIG-capable node without one),
-    labels (nvidia.com/device-plugin.config when the node picks a config), gfd_labels}. gfd_labels: whether the node labels
-    stage writes GFD's labels. It does unless GFD's Pods publish them, which takes gfd.enabled and NFD running in the
-    cluster (`nfd_enabled`: GFD v0.20 publishes through NFD); they then read the ConfigMap themselves, which may then be
-    one the settings do not hold.
+    labels (nvidia.com/device-plugin.config when the node picks a config), nfd_enabled, gfd_labels}. nfd_enabled: the chart's
+    nfd.enabled, NFD runs in the cluster (this collection's, or one it found). gfd_labels: whether the node labels stage
+    writes GFD's labels. It does unless GFD's Pods publish them, which takes gfd.enabled and NFD (GFD v0.20 publishes
+    through NFD); they then read the ConfigMap themselves, which may then be one the settings do not hold.
     """
     spec = resolved['spec']
+    nfd_enabled = resolved['nfd']['enabled']
     gfd_labels = not (spec['gfd']['enabled'] and nfd_enabled)
     config = spec['devicePlugin']['config']
     strategy = spec['mig']['strategy']
@@ -135,7 +136,7 @@ def node_label_settings(resolved, node_config='', nfd_enabled=False):
     if name and config.get('name') and not available and gfd_labels:
         raise PluginConfigError('devicePlugin.config.name %r has no data: the ConfigMap is yours, but gpu_node_labels writes the labels GFD '
                                 'would and cannot read it; give its content in devicePlugin.config.data, or enable gfd (with NFD: '
-                                'gpu_node_labels_nfd_enabled)' % config['name'])
+                                'gpu_operator_nfd.enabled)' % config['name'])
     if name and available and name not in available:
         raise PluginConfigError('no device plugin config %r in devicePlugin.config.data (it has %s)' % (name, ', '.join(sorted(available))))
     manager = spec['migManager']
@@ -144,6 +145,7 @@ def node_label_settings(resolved, node_config='', nfd_enabled=False):
         'sharing': config_sharing(available.get(name) if name else None),
         'mig_config': manager['config']['default'] if manager['enabled'] else '',
         'labels': {DEVICE_PLUGIN_CONFIG: node_config} if node_config else {},
+        'nfd_enabled': nfd_enabled,
         'gfd_labels': gfd_labels,
     }
 

@@ -16,7 +16,8 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import ref
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
-    dcgm, dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
+    dcgm, dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_feature_discovery, node_status_exporter,
+    validator)
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import Context
 
 OPERANDS = (
@@ -31,14 +32,26 @@ OPERANDS = (
 )
 
 
-def resolution(spec=None, registry='', nodes=None):
-    """The ClusterPolicy of a run, resolved once: {'spec': the full ClusterPolicy spec (policy.resolve), 'cdi_hook_path':
-    where nvidia-cdi-hook is on the GPU nodes, '' without CDI}.
+# Node Feature Discovery, which the chart installs beside the Operator (nfd.enabled): not a ClusterPolicy operand, applied by
+# gpu_cluster_base before the node stages (node_feature_discovery.plan).
+NFD = node_feature_discovery
 
-    `registry` mirrors the default images; `nodes` are the GPU nodes' container toolkit settings.
+
+def resolution(spec=None, registry='', nodes=None, nfd=None):
+    """The ClusterPolicy of a run, resolved once: {'spec': the full ClusterPolicy spec (policy.resolve), 'cdi_hook_path':
+    where nvidia-cdi-hook is on the GPU nodes, '' without CDI, 'nfd': the chart's NFD settings (node_feature_discovery.settings)}.
+
+    `registry` mirrors the default images; `nodes` are the GPU nodes' container toolkit settings; `nfd` the chart's `nfd`
+    values (enabled, nodefeaturerules).
     """
     resolved = policy.resolve(spec, registry, nodes, OPERANDS)
-    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else ''}
+    return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes) if resolved['cdi']['enabled'] else '',
+            'nfd': NFD.settings(nfd, registry)}
+
+
+def nfd(resolved, namespace, crd=None, daemonsets=None, state='present'):
+    """What gpu_cluster_base does about NFD (node_feature_discovery.plan). `resolved`: resolution()."""
+    return NFD.plan(resolved['nfd'], namespace, crd, daemonsets, state)
 
 
 def context(resolved, namespace, service_monitor_crd=False):

@@ -26,7 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import
 
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
-NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy'}
+NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy', 'NodeFeatureRule'}
 TIME_SLICING = {'version': 'v1', 'sharing': {'timeSlicing': {'renameByDefault': True, 'failRequestsGreaterThanOne': True,
                                                              'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
 MPS = {'version': 'v1', 'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}
@@ -66,7 +66,7 @@ SCENARIOS = {
         'psa': {'enabled': True}, 'validator': {'driver': {'env': [{'name': 'DRIVER_INSTALL_DIR', 'value': '/given'}]}},
         'devicePlugin': {'env': [{'name': 'HOST_ROOT', 'value': '/given'}]}}},
     'everything on, pull secrets, resources, args, env': {
-        'monitor': True,
+        'monitor': True, 'registry': 'mirror.example:5000/nv', 'nfd': {'enabled': True, 'nodefeaturerules': True},
         'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]}, 'dcgm': {'enabled': True},
                    'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}},
                    'devicePlugin': {'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
@@ -79,7 +79,7 @@ SCENARIOS = {
 
 
 def resolution(scenario):
-    return registry.resolution(scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'))
+    return registry.resolution(scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'), scenario.get('nfd'))
 
 
 def render(scenario):
@@ -94,12 +94,13 @@ def validator_objects(scenario):
 
 def every_object(scenario):
     rendered = render(scenario)
-    return rendered['present'] + cm.prerequisites('gpu-operator', True, rendered['resolved']) + [
+    nfd = registry.nfd(rendered['resolved'], 'gpu-operator')
+    return rendered['present'] + cm.prerequisites('gpu-operator', True, rendered['resolved']) + nfd['crds'] + nfd['present'] + [
         registry.cluster_policy(rendered['resolved'])] + validator_objects(scenario)
 
 
 def label_settings(spec, node_config='', nfd_enabled=False):
-    return plugin_config.node_label_settings(registry.resolution(spec), node_config, nfd_enabled)
+    return plugin_config.node_label_settings(registry.resolution(spec, nfd={'enabled': nfd_enabled}), node_config)
 
 
 def by_name(objects, kind):
@@ -326,9 +327,10 @@ def test_label_settings_follow_the_plugin_config():
     """The node labels are computed from the same config the plugin gets (one source of truth)."""
     spec = SCENARIOS['time-slicing and MPS configs, per node']['policy']
     # GFD is on in this scenario but publishes through NFD only: without NFD the node labels stage writes its labels
-    assert label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {}, 'gfd_labels': True,
+    assert label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {}, 'gfd_labels': True, 'nfd_enabled': False,
                                     'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True}}
     assert label_settings(spec, nfd_enabled=True)['gfd_labels'] is False and label_settings({}, nfd_enabled=True)['gfd_labels'] is True
+    assert label_settings({}, nfd_enabled=True)['nfd_enabled'] is True
     assert label_settings(spec, 'mps')['sharing'] == {'strategy': 'mps', 'replicas': 2, 'rename_by_default': False}
     assert label_settings(spec, 'mps')['labels'] == {'nvidia.com/device-plugin.config': 'mps'}
     assert label_settings({})['sharing'] == {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
