@@ -261,7 +261,7 @@ def resolve(policy, registry, nodes, operands):
     if resolved['cdi']['default']:
         raise PolicyError('cdi.default is deprecated in the GPU Operator and has no effect there; cdi.enabled makes CDI the default')
     for key, path in sorted(resolved['hostPaths'].items()):
-        if not path.startswith('/'):
+        if path and not path.startswith('/'):  # empty is the default, as the Operator reads it
             raise PolicyError('hostPaths.%s must be an absolute path on the host, not %r' % (key, path))
     for operand in operands:
         operand.check(resolved)

@@ -115,7 +115,7 @@ class DcgmExporter(skeleton.Operand):
         if spec['podLabelAllowlistRegex']:
             set_env(main, 'DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX', ','.join(spec['podLabelAllowlistRegex']))
         kubelet = resolved['hostPaths']['kubeletRootDir']
-        if kubelet != policy.HOST_PATHS['kubeletRootDir']:
+        if kubelet not in ('', policy.HOST_PATHS['kubeletRootDir']):
             next(volume for volume in pod['volumes'] if volume['name'] == 'pod-gpu-resources')['hostPath']['path'] = kubelet.rstrip('/') + '/pod-resources'
         env = dict((item['name'], item.get('value', '')) for item in spec['env'])
         if reads_pods(resolved) or env.get('DCGM_EXPORTER_CONFIGMAP_DATA', 'none') not in ('', 'none'):

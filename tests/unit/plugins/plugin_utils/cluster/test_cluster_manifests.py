@@ -262,9 +262,13 @@ def test_host_paths_reach_the_operands_that_mount_them():
     assert {'mountPath': '/var/lib/kubelet/pod-resources', 'name': 'pod-gpu-resources', 'readOnly': True} in exporter['containers'][0]['volumeMounts']
     spec = registry.cluster_policy(rendered['resolved'])['spec']
     assert spec['psa'] == {'enabled': True} and spec['hostPaths']['kubeletRootDir'] == '/var/lib/k0s/kubelet'
-    # at the defaults nothing changes
-    defaults = pod_of(render({}), 'nvidia-device-plugin-daemonset')
-    assert {'name': 'host-root', 'hostPath': {'path': '/'}} in defaults['volumes'] and 'HOST_ROOT' not in env_of(defaults['containers'][0])
+    # at the defaults nothing changes; empty is the default, as the Operator reads it
+    for paths in ({}, {'rootFS': '', 'driverInstallDir': '', 'kubeletRootDir': ''}):
+        defaults = render({'policy': {'hostPaths': paths}})
+        plugin = pod_of(defaults, 'nvidia-device-plugin-daemonset')
+        assert {'name': 'host-root', 'hostPath': {'path': '/'}} in plugin['volumes'] and 'HOST_ROOT' not in env_of(plugin['containers'][0])
+        assert {'name': 'driver-install-dir', 'hostPath': {'path': '/run/nvidia/driver', 'type': 'DirectoryOrCreate'}} in plugin['volumes']
+        assert {'name': 'pod-gpu-resources', 'hostPath': {'path': '/var/lib/kubelet/pod-resources'}} in pod_of(defaults, 'nvidia-dcgm-exporter')['volumes']
 
 
 LOCAL_HOSTENGINE = [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'localhost:5555'}]
@@ -426,7 +430,7 @@ def test_service_monitor_only_with_its_crd():
     ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not honoured by this collection'),
     ({'psa': {'enabled': 'yes'}}, 'psa.enabled must be true or false'),
     ({'hostPaths': {'rootFS': 'host'}}, "hostPaths.rootFS must be an absolute path on the host, not 'host'"),
-    ({'hostPaths': {'kubeletRootDir': ''}}, "hostPaths.kubeletRootDir must be an absolute path on the host, not ''"),
+    ({'hostPaths': {'kubeletRootDir': 'var/lib/kubelet'}}, "hostPaths.kubeletRootDir must be an absolute path on the host, not 'var/lib/kubelet'"),
     ({'driver': {'enabled': True}}, 'driver: the driver is installed on the host by the nvidia_driver role'),
     ({'mig': {'strategy': 'triple'}}, 'mig.strategy must be one of'),
     ({'daemonsets': {'updateStrategy': 'Recreate'}}, 'daemonsets.updateStrategy must be RollingUpdate or OnDelete'),
