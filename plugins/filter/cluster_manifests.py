@@ -8,8 +8,6 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
-from ansible.module_utils.parsing.convert_bool import boolean
-
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import objects as cluster_objects
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, prerequisites, registry
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
@@ -41,13 +39,14 @@ def cluster_operands(resolved, namespace='gpu-operator', service_monitor_crd=Fal
     return rendered
 
 
-def node_label_settings(resolved, node_config='', nfd_enabled=False):
-    """plugin_config.node_label_settings, with the switch as Ansible reads booleans (-e gives 'false' as a string)."""
-    return plugin_config.node_label_settings(resolved, node_config, boolean(nfd_enabled))
+def cluster_nfd(resolved, namespace='gpu-operator', crds=None, daemonsets=None, state='present'):
+    """registry.nfd from what kubernetes.core.k8s_info read: `crds` the NodeFeature CRD (its resources, [] or one),
+    `daemonsets` the cluster's DaemonSets."""
+    return registry.nfd(resolved, namespace, (crds or [None])[0], daemonsets, state)
 
 
 class FilterModule(object):
-    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_policy, node_label_settings,
+    """resolve_cluster_policy, cluster_prerequisites, cluster_operands, cluster_nfd, cluster_policy, node_label_settings,
     with_device_plugin_config_map, unused_runtime_classes, gpu_node_toolkit, check_mode_preview."""
 
     def filters(self):
@@ -56,8 +55,9 @@ class FilterModule(object):
             'cluster_prerequisites': checked(prerequisites.prerequisites),
             'cluster_operands': checked(cluster_operands),
             'cluster_policy': checked(registry.cluster_policy),
-            'node_label_settings': checked(node_label_settings),
+            'node_label_settings': checked(plugin_config.node_label_settings),
             'with_device_plugin_config_map': checked(plugin_config.with_config_map),
+            'cluster_nfd': checked(cluster_nfd),
             'unused_runtime_classes': checked(prerequisites.unused_runtime_classes),
             'gpu_node_toolkit': gpu_node_toolkit,
             'check_mode_preview': checked(cluster_objects.check_mode_preview),

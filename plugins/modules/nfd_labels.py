@@ -19,7 +19,10 @@ description:
     C(system-os_release.ID/VERSION_ID/VERSION_ID.major/VERSION_ID.minor)."
   - "Operator: C(nvidia.com/gpu.present) and C(nvidia.com/gpu.deploy.*) (C(mig-manager) on MIG-capable nodes). A deploy
     label already on the Node with a non-empty value (V(pre-installed), V(paused-for-driver-upgrade), V(false)) is kept.
-    A Node that had C(gpu.present=true) and no longer shows a GPU gets C(gpu.present=false) and loses its deploy labels."
+    A Node that had C(gpu.present=true) and no longer shows a GPU gets C(gpu.present=false) and loses its deploy labels.
+    A Node labelled C(nvidia.com/gpu.deploy.operands=false) (by its admin, or through O(deploy)) gets no deploy label and loses
+    those the module set, as the Operator takes every deploy label off it; they return once it is no longer V(false).
+    C(nvidia.com/gpu.deploy.client) (no operand's: other vendors' GPU clients select on it) is set with the others."
   - "GFD: C(gpu.count), C(gpu.product), C(gpu.memory), C(gpu.family), C(gpu.compute.major/minor), C(cuda.driver.*),
     C(cuda.driver-version.*), C(cuda.runtime.*), C(cuda.runtime-version.*), C(gpu.machine), C(gpu.replicas),
     C(gpu.sharing-strategy), C(gpu.mode), C(mig.capable), C(mps.capable), C(mig.strategy), and the MIG labels of the

@@ -135,15 +135,34 @@ def leftovers(kube_api, namespace):
     return sorted(set(found))
 
 
+def nfd_installed(kube_api, namespace):
+    """The NFD workloads of the chart in `namespace` and the NFD CRDs, by name."""
+    apps = kubernetes.client.AppsV1Api(kube_api.api_client)
+    crds = kubernetes.client.ApiextensionsV1Api(kube_api.api_client).list_custom_resource_definition().items
+    workers = [item for item in apps.list_namespaced_daemon_set(namespace).items if 'node-feature-discovery' in item.metadata.name]
+    return sorted([f'DaemonSet {item.metadata.name}' for item in workers]
+                  + [f'Deployment {item.metadata.name}' for item in apps.list_namespaced_deployment(namespace).items]
+                  + [f'CRD {item.metadata.name}' for item in crds if item.metadata.name.endswith('.nfd.k8s-sigs.io')])
+
+
+NFD_OBJECTS = ['CRD nodefeaturegroups.nfd.k8s-sigs.io', 'CRD nodefeaturerules.nfd.k8s-sigs.io', 'CRD nodefeatures.nfd.k8s-sigs.io',
+               'DaemonSet gpu-operator-node-feature-discovery-worker', 'Deployment gpu-operator-node-feature-discovery-gc',
+               'Deployment gpu-operator-node-feature-discovery-master']
+
+
 def test_disabling_removes_and_absent_uninstalls(kube_api, tmp_path, namespace):
+    """NFD (the chart's nfd.enabled, issue 24) rides along: installed by the first run, removed with its CRDs by the second."""
     roles = ['gpu_cluster_base', 'gpu_cluster_operands']
     credentials = [{'name': 'old-pull', 'registry': 'mirror.example:5000', 'username': 'robot', 'password': 'not-printed'}]
-    code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_cluster_base_registry_credentials=credentials))
+    code, _changed, out = run_roles(kube_api, tmp_path, roles,
+                                    variables(namespace, gpu_cluster_base_registry_credentials=credentials, gpu_operator_nfd={'enabled': True}))
     assert code == 0, out
+    assert nfd_installed(kube_api, namespace) == NFD_OBJECTS
     policy = {'gfd': {'enabled': True}, 'dcgmExporter': {'enabled': False}}
     # The credentials are no longer listed: uninstalling must still remove their Secret.
     code, _changed, out = run_roles(kube_api, tmp_path, roles, variables(namespace, gpu_operator_policy=policy))
     assert code == 0, out
+    assert nfd_installed(kube_api, namespace) == [], 'NFD turned off: this collection removes its NFD and CRDs'
     assert set(daemonsets(kube_api, namespace)) == {'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon',
                                                     'gpu-feature-discovery', 'nvidia-mig-manager'}
     services = kubernetes.client.CoreV1Api(kube_api.api_client).list_namespaced_service(namespace).items
@@ -173,7 +192,8 @@ def test_uninstall_where_the_api_has_no_cluster_policy_kind(fresh, tmp_path, che
 
 
 def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):
-    """A ClusterPolicy CRD that is not ours is used as it is and survives the uninstall."""
+    """A ClusterPolicy CRD that is not ours is used as it is and survives the uninstall. With nfd.enabled and an NFD worker
+    not ours running in another namespace (issue 24), no second NFD is installed and the run says so."""
     ext = kubernetes.client.ApiextensionsV1Api(kube_api.api_client)
     try:
         existing = ext.read_custom_resource_definition(POLICY_CRD)
@@ -192,16 +212,25 @@ def test_uninstall_keeps_nvidias_crd(kube_api, tmp_path, namespace):
                      'names': {'kind': 'ClusterPolicy', 'plural': 'clusterpolicies', 'singular': 'clusterpolicy', 'listKind': 'ClusterPolicyList'},
                      'versions': [{'name': 'v1', 'served': True, 'storage': True, 'subresources': {'status': {}},
                                    'schema': {'openAPIV3Schema': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True}}}]}})
+    apps = kubernetes.client.AppsV1Api(kube_api.api_client)
+    theirs = apps.create_namespaced_daemon_set(kube_api.namespace, {
+        'metadata': {'name': 'nfd-worker', 'labels': {'app': 'nfd-worker'}},
+        'spec': {'selector': {'matchLabels': {'app': 'nfd-worker'}}, 'template': {'metadata': {'labels': {'app': 'nfd-worker'}}, 'spec': {
+            'containers': [{'name': 'nfd-worker', 'image': 'registry.k8s.io/nfd/node-feature-discovery:v0.17.3', 'command': ['nfd-worker']}]}}}})
     try:
         uid = ext.read_custom_resource_definition(POLICY_CRD).metadata.uid
         code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', {'role': 'gpu_cluster_base', 'gpu_cluster_base_state': 'absent'}],
-                                        variables(namespace))
+                                        variables(namespace, gpu_operator_nfd={'enabled': True}))
         assert code == 0, out
         assert 'msg: clusterpolicies.nvidia.com is installed and not managed by gpuops.gpu_operator' in out, out
+        assert f'NFD runs already (DaemonSet {kube_api.namespace}/nfd-worker, not installed by gpuops.gpu_operator)' in ' '.join(out.split()), out
+        assert task_status(out, 'gpu_cluster_base', "Apply NFD's CRDs (NodeFeature, NodeFeatureGroup, NodeFeatureRule)") == 'skipping', out
+        assert apps.read_namespaced_daemon_set('nfd-worker', kube_api.namespace).metadata.uid == theirs.metadata.uid
         assert task_changed(out, 'gpu_cluster_base', 'Remove the operator namespace'), out
         assert ext.read_custom_resource_definition(POLICY_CRD).metadata.uid == uid
         assert leftovers(kube_api, namespace) == []
     finally:
+        apps.delete_namespaced_daemon_set('nfd-worker', kube_api.namespace)
         if swap:
             ext.delete_custom_resource_definition(POLICY_CRD)
 
@@ -220,10 +249,11 @@ def test_replaced_variables_are_refused_by_name(kube_api, tmp_path, namespace):
     """The per-role ClusterPolicy variables and their like are gone: a run that still sets one fails before anything is
     applied, naming what to set instead."""
     code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base', 'gpu_cluster_operands'], variables(
-        namespace, gpu_cluster_operands_policy={'gfd': {'enabled': True}}, gpu_node_labels_gfd_enabled=False))
+        namespace, gpu_cluster_operands_policy={'gfd': {'enabled': True}}, gpu_node_labels_gfd_enabled=False, gpu_node_labels_nfd_enabled=True))
     assert code != 0
     assert 'gpu_cluster_operands_policy is gone: set gpu_operator_policy instead.' in out, out
     assert 'gpu_node_labels_gfd_enabled is gone: set gpu_operator_policy.gfd.enabled' in out, out
+    assert 'gpu_node_labels_nfd_enabled is gone: set gpu_operator_nfd.enabled' in out, out
     with pytest.raises(ApiException) as caught:
         kubernetes.client.CoreV1Api(kube_api.api_client).read_namespace(namespace)
     assert caught.value.status == 404, 'nothing was applied, not even the namespace'

@@ -248,17 +248,18 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
 
 
 def test_role_leaves_feature_labels_to_nfd(kube_api, node, tmp_path):
-    """nfd.enabled (as -e or an inventory gives a switch, 'yes'): NFD sets its own feature.node labels, the role feeds
-    it the GFD labels through features.d and applies the rest; with the ClusterPolicy's gfd.enabled too, GFD's Pods publish
-    the GFD labels through NFD: the role leaves them out (gpu.product, cuda.*, mig.capable, ... go) and only the Operator's stay."""
+    """nfd.enabled (gpu_operator_nfd, the chart's nfd values, as an inventory gives them): NFD sets its own feature.node
+    labels, the role feeds it the GFD labels through features.d and applies the rest; with the ClusterPolicy's gfd.enabled
+    too, GFD's Pods publish the GFD labels through NFD: the role leaves them out (gpu.product, cuda.*, mig.capable, ... go)
+    and only the Operator's stay."""
     name, core = node
     features = tmp_path / 'features.d' / 'gpuops'
-    run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_node_labels_features_d=str(features))
+    run_role(kube_api, tmp_path, name, gpu_operator_nfd={'enabled': True}, gpu_node_labels_features_d=str(features))
     labels = node_meta(core, name)[0]
     assert not any(key.startswith('feature.node.kubernetes.io/pci-') for key in labels), labels
     assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.present'] == 'true'
     assert 'nvidia.com/gpu.product=Tesla-T4' in features.read_text().splitlines()
-    run_role(kube_api, tmp_path, name, gpu_node_labels_nfd_enabled='yes', gpu_operator_policy={'gfd': {'enabled': True}},
+    run_role(kube_api, tmp_path, name, gpu_operator_nfd={'enabled': True}, gpu_operator_policy={'gfd': {'enabled': True}},
              gpu_node_labels_features_d=str(features))
     labels = node_meta(core, name)[0]
     assert {key for key in labels if key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-'))} == {

@@ -9,7 +9,7 @@ machine reached locally, its stages pointed at a captured H200 (tests/fixtures/g
 own, the driver validated (not installed) and the container toolkit left alone, its validator Pods played by the kubelet
 double (kubelet_double.py), as tests/cluster/test_h100_host_findings.py and test_gpu_validation.py run them; those two need
 the stand-in. `configured` runs the cluster roles (gpu_cluster_base, gpu_cluster_operands, gpu_cluster_validator), the
-validator with no Node to validate.
+validator with no Node to validate; so does `dgx` (the DCGM hostengine on the host).
 
 A fact marked `deviation: <id>` is a deliberate difference: ours must match `ours` (and not the Operator's value,
 or the deviation is stale), and docs/coming-from-gpu-operator.md must explain it under that id.
@@ -36,11 +36,12 @@ DOCS = REPO / 'docs' / 'coming-from-gpu-operator.md'
 MANAGED_BY = 'app.kubernetes.io/managed-by=gpuops.gpu_operator'
 # kind -> (apiVersion, namespaced)
 KINDS = {
-    'DaemonSet': ('apps/v1', True), 'ConfigMap': ('v1', True), 'Service': ('v1', True), 'ServiceAccount': ('v1', True),
+    'DaemonSet': ('apps/v1', True), 'Deployment': ('apps/v1', True), 'ConfigMap': ('v1', True), 'Service': ('v1', True), 'ServiceAccount': ('v1', True),
     'Role': ('rbac.authorization.k8s.io/v1', True), 'RoleBinding': ('rbac.authorization.k8s.io/v1', True),
     'ClusterRole': ('rbac.authorization.k8s.io/v1', False), 'ClusterRoleBinding': ('rbac.authorization.k8s.io/v1', False),
     'RuntimeClass': ('node.k8s.io/v1', False), 'CustomResourceDefinition': ('apiextensions.k8s.io/v1', False),
     'ClusterPolicy': ('nvidia.com/v1', False), 'Deployment': ('apps/v1', True), 'Namespace': ('v1', False),
+    'NodeFeatureRule': ('nfd.k8s-sigs.io/v1alpha1', False),
 }
 ABSENT = '$absent'
 # The scenarios that go through site.yml, with a GPU node (the others run the cluster roles).
@@ -213,7 +214,9 @@ def run_scenario(kube_api, tmp_path, scenario, namespace):
 
 
 def read(dyn, kind, name, namespace):
+    """The object as the API holds it, None when there is none; the name `$namespace` is the scenario's namespace."""
     api_version, namespaced = KINDS[kind]
+    name = namespace if name == '$namespace' else name
     try:
         return dyn.resources.get(api_version=api_version, kind=kind).get(name=name, namespace=namespace if namespaced else None).to_dict()
     except (NotFoundError, ApiException) as exc:
@@ -223,12 +226,14 @@ def read(dyn, kind, name, namespace):
 
 
 def cleanup(kube_api, namespace):
-    """The scenario's namespace and our cluster-scoped objects (ClusterRoles, bindings, RuntimeClasses, the ClusterPolicy) go."""
+    """The scenario's namespace and our cluster-scoped objects (ClusterRoles, bindings, RuntimeClasses, the ClusterPolicy, NFD's
+    CRDs) go."""
     dyn = DynamicClient(kube_api.api_client)
-    for kind in ('ClusterRoleBinding', 'ClusterRole', 'RuntimeClass', 'ClusterPolicy'):
+    for kind in ('ClusterRoleBinding', 'ClusterRole', 'RuntimeClass', 'ClusterPolicy', 'CustomResourceDefinition'):
         resource = dyn.resources.get(api_version=KINDS[kind][0], kind=kind)
         for item in resource.get(label_selector=MANAGED_BY).items:
-            resource.delete(name=item.metadata.name)
+            if kind != 'CustomResourceDefinition' or item.metadata.name.endswith('.nfd.k8s-sigs.io'):
+                resource.delete(name=item.metadata.name)
     delete_namespace(kube_api, namespace)
 
 
@@ -303,7 +308,7 @@ def test_every_fact_names_its_source():
         assert document['source']['release'] == 'v26.7.0' and re.match(r'^[0-9a-f]{40}$', document['source']['commit']), path.name
         assert 'SOURCE:' in path.read_text().split('\nsource:')[0], '%s: the header says where its facts come from' % path.name
         for fact in document['facts']:
-            assert fact.get('source') and fact.get('scenario') in ('shipped', 'sample', 'configured') and fact.get('fact'), (path.name, fact)
+            assert fact.get('source') and (PARITY / 'scenarios' / fact.get('scenario', '?') / 'hosts.yml').is_file() and fact.get('fact'), (path.name, fact)
 
 
 def listed_deviations():

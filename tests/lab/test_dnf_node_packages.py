@@ -33,16 +33,19 @@ CALLS = '/var/lib/gpuops-lab/package-calls.jsonl'
 MIRROR = 'file:///srv/mirror/nvidia-container-toolkit/rpm/$basearch'
 # The support matrix rows this module proves (tools/support_matrix.py collects them into the README): the container
 # toolkit's package install and its removal only; no runtime is configured here.
-TEST = 'tests/lab/test_dnf_node_packages.py::test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed'
 SUPPORT_MATRIX = [
     {'os': 'RHEL family 8 (dnf)', 'runtime': 'any', 'distribution': 'any', 'evidence': 'tested with captured or simulated parts',
      'how': 'toolkit packages and repository installed and removed; a lab container dressed as Rocky 8.3, dnf a test double',
-     'test': TEST},
+     'test': ('tests/lab/test_dnf_node_packages.py::'
+              'test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed')},
     {'os': 'Fedora (dnf5)', 'runtime': 'any', 'distribution': 'any', 'evidence': 'tested with captured or simulated parts',
      'how': 'toolkit packages from a mirror installed and removed; a lab container dressed as Fedora, dnf5 a test double',
-     'test': TEST},
+     'test': ('tests/lab/test_dnf_node_packages.py::'
+              'test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed')},
     {'os': 'openSUSE (zypper)', 'runtime': 'any', 'distribution': 'any', 'evidence': 'not supported',
-     'how': 'the role fails naming the packages to install another way, writing nothing', 'test': TEST},
+     'how': 'the role fails naming the packages to install another way, writing nothing',
+     'test': ('tests/lab/test_dnf_node_packages.py::'
+              'test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed')},
 ]
 # node -> (ansible's distribution fixture, the package manager the node has: path -> a link's target, or None for the
 # stub program, the pkg_mgr fact that makes)

@@ -17,7 +17,7 @@ TYPES = {'str', 'bool', 'int', 'float', 'path', 'list', 'dict', 'raw', 'bits', '
 MISSING = object()
 # Variables of the whole collection (no role prefix): several roles take them and default their own variables to them,
 # so they have no role default; their spec documents the default the roles assume.
-COLLECTION_WIDE = {'gpu_operator_registry', 'gpu_operator_policy', 'gpu_operator_helm_values'}
+COLLECTION_WIDE = {'gpu_operator_registry', 'gpu_operator_policy', 'gpu_operator_helm_values', 'gpu_operator_nfd'}
 
 
 def option_problems(options, where):

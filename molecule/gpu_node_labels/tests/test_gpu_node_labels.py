@@ -14,15 +14,15 @@ import os
 
 import kubernetes
 
-# Per node: the GPU fixture's product and family (tests/lab/images/recipe.toml mounts it), whether
-# gpu_node_labels_nfd_enabled is set (molecule.yml), and labels prepare.yml or host_vars make special.
+# Per node: the GPU fixture's product and family (tests/lab/images/recipe.toml mounts it), and labels prepare.yml or
+# host_vars make special. NFD runs in the cluster (gpu_operator_nfd.enabled, molecule.yml) for every node.
 # The H100 and A100 captures' /proc shows their driver loaded, so the role itself labels it pre-installed.
 EXPECTED = {
-    'gpu_node_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', True, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
-    'gpu_node_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere', False,
+    'gpu_node_labels-bookworm': ('NVIDIA-H100-80GB-HBM3', 'hopper', {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
+    'gpu_node_labels-trixie': ('NVIDIA-A100-SXM4-80GB', 'ampere',
                                {'nvidia.com/mig.strategy': 'single', 'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
     # The T4 is not MIG capable: no mig-manager; prepare.yml marked its driver pre-installed, which the role keeps.
-    'gpu_node_labels-sid': ('Tesla-T4', 'turing', False, {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
+    'gpu_node_labels-sid': ('Tesla-T4', 'turing', {'nvidia.com/gpu.deploy.driver': 'pre-installed'}),
 }
 FEATURES_D = '/etc/kubernetes/node-feature-discovery/features.d/gpuops'
 OWNED_ANNOTATION = 'gpuops.io/nfd-labels'
@@ -56,7 +56,7 @@ def labels_before(host):
 
 def test_gpu_labels_match_the_fixture(host):
     labels = node_metadata(node_name(host))[0]
-    product, family, _nfd, special = expected(host)
+    product, family, special = expected(host)
     assert labels['nvidia.com/gpu.present'] == 'true'
     assert labels['nvidia.com/gpu.product'] == product
     assert labels['nvidia.com/gpu.family'] == family
@@ -67,7 +67,7 @@ def test_gpu_labels_match_the_fixture(host):
 def test_deploy_labels(host):
     labels = node_metadata(node_name(host))[0]
     deploy = {key.rsplit('.', 1)[1]: value for key, value in labels.items() if key.startswith('nvidia.com/gpu.deploy.')}
-    special = {key.rsplit('.', 1)[1]: value for key, value in expected(host)[3].items() if key.startswith('nvidia.com/gpu.deploy.')}
+    special = {key.rsplit('.', 1)[1]: value for key, value in expected(host)[2].items() if key.startswith('nvidia.com/gpu.deploy.')}
     assert {'driver', 'container-toolkit', 'device-plugin', 'gpu-feature-discovery', 'dcgm', 'dcgm-exporter', 'operator-validator'} <= set(deploy)
     assert ('mig-manager' in deploy) is (labels['nvidia.com/mig.capable'] == 'true')
     assert deploy == dict({component: 'true' for component in deploy}, **special)
@@ -82,19 +82,11 @@ def test_foreign_labels_kept_and_annotation_lists_what_was_set(host):
 
 def test_nfd_labels_left_to_nfd_when_it_runs(host):
     labels = node_metadata(node_name(host))[0]
-    nfd = {key: value for key, value in labels.items() if key.startswith('feature.node.kubernetes.io/')}
-    if expected(host)[2]:
-        assert not nfd
-    else:
-        assert nfd['feature.node.kubernetes.io/pci-10de.present'] == 'true'
-        assert nfd['feature.node.kubernetes.io/system-os_release.ID'] == 'debian'
+    assert not [key for key in labels if key.startswith('feature.node.kubernetes.io/')]
 
 
 def test_features_d_holds_the_gfd_labels_when_nfd_runs(host):
     features = host.file(FEATURES_D)
-    if not expected(host)[2]:
-        assert not features.exists
-        return
     labels = node_metadata(node_name(host))[0]
     # GFD's labels only: NFD must not set back what the Operator itself sets on the Node and may change later
     # (gpu.present, the deploy labels, the MIG manager's mig.config).

@@ -43,10 +43,15 @@ def runtime_names(runtime_name, variants):
 
 PRESENT = 'nvidia.com/gpu.present'
 DEPLOY = 'nvidia.com/gpu.deploy.'
-# The Operator's state labels of every GPU node, and the one only MIG-capable nodes get.
+# The Operator's state labels of every GPU node, and the one only MIG-capable nodes get. `client` selects no operand: GPU
+# clients of other vendors select on it, and the MIG manager (and NVIDIA's driver manager) set it to paused-for-... while
+# they change the node's GPUs, so that those clients leave first.
 DEPLOY_COMPONENTS = ('driver', 'gpu-feature-discovery', 'container-toolkit', 'device-plugin', 'dcgm', 'dcgm-exporter',
-                     'node-status-exporter', 'operator-validator')
+                     'node-status-exporter', 'operator-validator', 'client')
 MIG_MANAGER_COMPONENT = 'mig-manager'
+# The admin's switch for a whole node: with nvidia.com/gpu.deploy.operands=false the Operator takes every state label off
+# the Node (and puts them back once it is no longer false); it is the admin's, never written here.
+OPERANDS = DEPLOY + 'operands'
 # The MIG profile mig-manager applies; the Operator labels a MIG-capable node with migManager.config.default when it has none.
 MIG_CONFIG = 'nvidia.com/mig.config'
 # Where the MIG manager says how applying the node's mig.config went: pending (rebooting) while it works, success once the
@@ -63,6 +68,16 @@ CHOICES = (MIG_CONFIG, DEVICE_PLUGIN_CONFIG)
 def deploy_label(component):
     """nvidia.com/gpu.deploy.<component> (one of DEPLOY_COMPONENTS or MIG_MANAGER_COMPONENT)."""
     return DEPLOY + component
+
+
+def is_state_label(key):
+    """One of the Operator's state labels (nvidia.com/gpu.deploy.*, not the admin's OPERANDS switch)."""
+    return key.startswith(DEPLOY) and key != OPERANDS
+
+
+def operands_disabled(labels):
+    """Whether the Node's labels turn every operand off there (OPERANDS=false, as the Operator reads it)."""
+    return (labels or {}).get(OPERANDS) == 'false'
 
 
 # --- sharing and MIG, as GFD labels them and the device plugin advertises them -------------------

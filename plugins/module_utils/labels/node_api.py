@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, MIG_CONFIG, PRESENT
@@ -86,8 +87,10 @@ def reconcile(current, owned, desired, state='present'):
     (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
     unless that value is the one we set; nvidia.com/mig.config (a default, as the Operator sets it) likewise; a node that
     had gpu.present=true and no longer has a GPU gets
-    gpu.present=false and loses its deploy labels; owned labels no longer desired are removed. absent: remove the
-    owned labels. A label whose value someone changed since we set it is theirs: neither removed nor counted as ours.
+    gpu.present=false and loses its deploy labels; a Node labelled nvidia.com/gpu.deploy.operands=false (on the Node or in
+    `desired`) gets no deploy label and loses ours, as the Operator takes them off there; owned labels no longer desired
+    are removed. absent: remove the owned labels. A label whose value someone changed since we set it is theirs: neither
+    removed nor counted as ours.
     """
     current = dict(current or {})
     after = dict(current)
@@ -108,6 +111,8 @@ def reconcile(current, owned, desired, state='present'):
             for key in current:
                 if key.startswith(DEPLOY):
                     after.pop(key)
+        if contract.operands_disabled(current) or contract.operands_disabled(desired):
+            desired = dict((key, value) for key, value in desired.items() if not contract.is_state_label(key))
         for key, value in desired.items():
             found = current.get(key)
             defaulted = (key.startswith(DEPLOY) and value == 'true') or key == MIG_CONFIG

@@ -84,6 +84,11 @@ H_TOOLKIT_INSTALL_DIR = ("the default of `container_toolkit_install_dir`: anothe
 H_TOOLKIT_ENV = ('CONTAINERD_CONFIG and CONTAINERD_SET_AS_DEFAULT are the defaults of `container_toolkit_containerd_config` and '
                  '`container_toolkit_set_as_default`; CONTAINERD_RUNTIME_CLASS yields to operator.runtimeClass, as in the Operator; '
                  'CONTAINERD_SOCKET is not needed (the role restarts containerd); another name is refused')
+H_HOST_PATHS = ("as the Operator applies them to every operand: the host's root, the driver's root and the kubelet's directory "
+                "the Pods mount (an absolute path; empty is the default)")
+H_PSA = 'true labels the operator namespace Pod Security privileged, as the Operator does; false labels it too (deviation: psa)'
+H_VALIDATOR_COMPONENT_ENV = ("merged last into that component's validation init container (driver and toolkit also into the operands' "
+                             "driver-/toolkit-validation init containers), as the Operator does")
 H_GPU_CLIENTS = 'the ConfigMap of the host GPU clients the MIG manager stops around a change (else default-gpu-clients)'
 
 # --- not applicable: why ------------------------------------------------------------------------
@@ -92,14 +97,12 @@ N_INIT_CONTAINER = 'deprecated in the Operator; no operand here has that init co
 N_DEFAULT_RUNTIME = "deprecated in the Operator, which detects the runtime; here each node's is detected (`container_toolkit_runtime: auto`)"
 N_OPENSHIFT = 'OpenShift only (deviation: openshift)'
 N_CDI_DEFAULT = 'deprecated, without effect in the Operator: `cdi.enabled` makes CDI the default'
-N_PSA = 'the operator namespace is always labelled Pod Security privileged (deviation: psa)'
 N_PSP = 'PodSecurityPolicy: deprecated in the Operator, gone from Kubernetes since 1.25'
 N_SANDBOX = 'deployed by the Operator only with `sandboxWorkloads.enabled` (VMs, vGPU, Kata), which is refused here'
 N_SANDBOX_ONLY = 'read by the Operator only with `sandboxWorkloads.enabled`, which is refused here'
 N_SANDBOX_VALIDATOR = "the sandbox validator's: deployed by the Operator only with `sandboxWorkloads.enabled`, which is refused here"
 N_KATA_MANAGER = 'deprecated: the Operator v26.7.0 never deploys the Kata manager'
-N_DCGM = 'the standalone DCGM hostengine is not deployed: the DCGM exporter runs its embedded one (deviation: dcgm-embedded)'
-N_DCGM_HOST_PORT = 'deprecated in the Operator; the standalone DCGM hostengine is not deployed (deviation: dcgm-embedded)'
+N_DCGM_HOST_PORT = 'deprecated in the Operator, whose hostengine Pod no longer publishes a host port'
 N_GDS_ONLY = 'used only with `gds.enabled`, which is refused here'
 N_RDMA_ONLY = 'used only with `driver.rdma.enabled`, which is refused here'
 N_GDRCOPY_ONLY = 'used only with `gdrcopy.enabled`, which is refused here'
@@ -111,8 +114,6 @@ N_TOOLKIT_CONTAINER = "the toolkit container's: the container toolkit is set up 
 
 # --- refused: why -------------------------------------------------------------------------------
 R_NRI = "the NRI plugin: the container toolkit here registers a runtime class; CDI through NRI is not set up"
-R_HOST_PATHS = "the operands here mount the host's root at / and the driver the node's stages installed there; another root is not rendered"
-R_KUBELET_ROOT = "the device plugin and DCGM exporter mount the kubelet's directories at /var/lib/kubelet"
 R_SANDBOX = 'sandbox and VM workloads (VFIO, vGPU, KubeVirt, Kata) are not deployed by this collection'
 R_GDS = "the GPUDirect Storage driver container (nvidia-fs) is not deployed: load nvidia-fs on the host, the device plugin then uses it"
 R_GDRCOPY = "the GDRCopy driver container (gdrdrv) is not deployed: load gdrdrv on the host, the device plugin then uses it"
@@ -124,7 +125,6 @@ R_DRIVER_REPO = ("the Operator mounts that ConfigMap's repository files into its
                  "the node's package sources: give the repository as `nvidia_driver_repository` (an APT source line) or "
                  "`nvidia_driver_yum_repository`")
 R_TOOLKIT_VERSION = "the host's packages: pin their version in `container_toolkit_packages`"
-R_VALIDATOR_COMPONENT_ENV = "the validation init containers' env is not set from the ClusterPolicy yet"
 
 FIELDS = {
     'ccManager.args': ('array', NOT_APPLICABLE, N_SANDBOX),
@@ -175,19 +175,19 @@ FIELDS = {
     'daemonsets.tolerations[].tolerationSeconds': ('integer', HONOURED, H_DS_TOLERATIONS),
     'daemonsets.tolerations[].value': ('string', HONOURED, H_DS_TOLERATIONS),
     'daemonsets.updateStrategy': ('string', HONOURED, H_DS_UPDATE),
-    'dcgm.args': ('array', NOT_APPLICABLE, N_DCGM),
-    'dcgm.enabled': ('boolean', NOT_APPLICABLE, N_DCGM),
-    'dcgm.env[].name': ('string', NOT_APPLICABLE, N_DCGM),
-    'dcgm.env[].value': ('string', NOT_APPLICABLE, N_DCGM),
-    'dcgm.hostNetwork': ('boolean', NOT_APPLICABLE, N_DCGM),
+    'dcgm.args': ('array', HONOURED, H_ARGS),
+    'dcgm.enabled': ('boolean', HONOURED, H_ENABLED),
+    'dcgm.env[].name': ('string', HONOURED, H_ENV),
+    'dcgm.env[].value': ('string', HONOURED, H_ENV),
+    'dcgm.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
     'dcgm.hostPort': ('integer', NOT_APPLICABLE, N_DCGM_HOST_PORT),
-    'dcgm.image': ('string', NOT_APPLICABLE, N_DCGM),
-    'dcgm.imagePullPolicy': ('string', NOT_APPLICABLE, N_DCGM),
-    'dcgm.imagePullSecrets': ('array', NOT_APPLICABLE, N_DCGM),
-    'dcgm.repository': ('string', NOT_APPLICABLE, N_DCGM),
-    'dcgm.resources.limits': ('object', NOT_APPLICABLE, N_DCGM),
-    'dcgm.resources.requests': ('object', NOT_APPLICABLE, N_DCGM),
-    'dcgm.version': ('string', NOT_APPLICABLE, N_DCGM),
+    'dcgm.image': ('string', HONOURED, H_IMAGE),
+    'dcgm.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
+    'dcgm.imagePullSecrets': ('array', HONOURED, H_PULL_SECRETS),
+    'dcgm.repository': ('string', HONOURED, H_REPOSITORY),
+    'dcgm.resources.limits': ('object', HONOURED, H_RESOURCES),
+    'dcgm.resources.requests': ('object', HONOURED, H_RESOURCES),
+    'dcgm.version': ('string', HONOURED, H_VERSION),
     'dcgmExporter.annotations': ('object', HONOURED, H_EXPORTER_ANNOTATIONS),
     'dcgmExporter.args': ('array', HONOURED, H_ARGS),
     'dcgmExporter.config.name': ('string', HONOURED, H_METRICS_CONFIG),
@@ -328,9 +328,9 @@ FIELDS = {
     'gfd.resources.limits': ('object', HONOURED, H_RESOURCES),
     'gfd.resources.requests': ('object', HONOURED, H_RESOURCES),
     'gfd.version': ('string', HONOURED, H_VERSION),
-    'hostPaths.driverInstallDir': ('string', REFUSED, R_HOST_PATHS, ('/run/nvidia/driver',)),
-    'hostPaths.kubeletRootDir': ('string', REFUSED, R_KUBELET_ROOT, ('/var/lib/kubelet',)),
-    'hostPaths.rootFS': ('string', REFUSED, R_HOST_PATHS, ('/',)),
+    'hostPaths.driverInstallDir': ('string', HONOURED, H_HOST_PATHS),
+    'hostPaths.kubeletRootDir': ('string', HONOURED, H_HOST_PATHS),
+    'hostPaths.rootFS': ('string', HONOURED, H_HOST_PATHS),
     'kataManager.args': ('array', NOT_APPLICABLE, N_KATA_MANAGER),
     'kataManager.config.artifactsDir': ('string', NOT_APPLICABLE, N_KATA_MANAGER),
     'kataManager.config.runtimeClasses[].artifacts.pullSecret': ('string', NOT_APPLICABLE, N_KATA_MANAGER),
@@ -410,7 +410,7 @@ FIELDS = {
     'operator.metrics.serviceMonitor.scrapeTimeout': ('string', NOT_APPLICABLE, N_OPERATOR),
     'operator.runtimeClass': ('string', HONOURED, H_RUNTIME_CLASS),
     'operator.use_ocp_driver_toolkit': ('boolean', NOT_APPLICABLE, N_OPENSHIFT),
-    'psa.enabled': ('boolean', NOT_APPLICABLE, N_PSA),
+    'psa.enabled': ('boolean', HONOURED, H_PSA),
     'psp.enabled': ('boolean', NOT_APPLICABLE, N_PSP),
     'sandboxDevicePlugin.args': ('array', NOT_APPLICABLE, N_SANDBOX),
     'sandboxDevicePlugin.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
@@ -441,23 +441,23 @@ FIELDS = {
     'toolkit.resources.requests': ('object', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.version': ('string', REFUSED, R_TOOLKIT_VERSION, ('v1.20.0',)),
     'validator.args': ('array', HONOURED, H_VALIDATOR_ARGS),
-    'validator.cuda.env[].name': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
-    'validator.cuda.env[].value': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
-    'validator.driver.env[].name': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
-    'validator.driver.env[].value': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
+    'validator.cuda.env[].name': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
+    'validator.cuda.env[].value': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
+    'validator.driver.env[].name': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
+    'validator.driver.env[].value': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
     'validator.env[].name': ('string', HONOURED, H_VALIDATOR_ENV),
     'validator.env[].value': ('string', HONOURED, H_VALIDATOR_ENV),
     'validator.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
     'validator.image': ('string', HONOURED, H_VALIDATOR_IMAGE),
     'validator.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
     'validator.imagePullSecrets': ('array', HONOURED, H_VALIDATOR_PULL_SECRETS),
-    'validator.plugin.env[].name': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
-    'validator.plugin.env[].value': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
+    'validator.plugin.env[].name': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
+    'validator.plugin.env[].value': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
     'validator.repository': ('string', HONOURED, H_VALIDATOR_IMAGE),
     'validator.resources.limits': ('object', HONOURED, H_VALIDATOR_RESOURCES),
     'validator.resources.requests': ('object', HONOURED, H_VALIDATOR_RESOURCES),
-    'validator.toolkit.env[].name': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
-    'validator.toolkit.env[].value': ('string', REFUSED, R_VALIDATOR_COMPONENT_ENV),
+    'validator.toolkit.env[].name': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
+    'validator.toolkit.env[].value': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
     'validator.version': ('string', HONOURED, H_VALIDATOR_IMAGE),
     'validator.vfioPCI.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
     'validator.vfioPCI.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
@@ -523,8 +523,9 @@ FIELDS = {
 # The Helm chart's values that are not ClusterPolicy fields (its templates/clusterpolicy.yaml does not write them), by values
 # path, a row covers what is under it: (status, why). The chart's config `create` and `data` are SPEC_EXTRAS, below.
 C_OPERATOR = "the Operator's Deployment and the chart's CRD jobs: no Operator runs here (deviation: no-reconciler)"
-C_NFD = ("NFD, the chart's subchart: handed on in `gpu_operator_policy_resolved.chart`; this collection deploys no NFD yet, "
-         "`gpu_node_labels_nfd_enabled` says whether yours runs")
+C_NFD = ("NFD as the chart installs it (its node-feature-discovery subchart, role gpu_cluster_base); `gpu_operator_nfd` is laid "
+         "over it")
+C_NFD_CHART = "the subchart's values: the gpu-operator chart's own are used, the images follow `gpu_operator_registry` (deviation: nfd-chart)"
 C_DRIVER_CRD = 'the NVIDIADriver custom resource of `driver.nvidiaDriverCRD.enabled`, which is refused (as `driver.useNvidiaDriverCRD`)'
 CHART_FIELDS = {
     'clusterPolicy.deployCR': (REFUSED, 'when false: the chart would deploy no ClusterPolicy, and this collection deploys what one says'),
@@ -536,9 +537,9 @@ CHART_FIELDS = {
     'driver.nvidiaDriverCRD.nodeSelector': (NOT_APPLICABLE, C_DRIVER_CRD),
     'extraObjects': (REFUSED, 'when not empty: apply your own objects with kubernetes.core.k8s in your playbook'),
     'gpuCluster.deployCR': (REFUSED, 'when true: the GPUCluster (DRA driver) stack is not deployed by this collection'),
-    'nfd.enabled': (NOT_APPLICABLE, C_NFD),
-    'nfd.nodefeaturerules': (NOT_APPLICABLE, C_NFD),
-    'node-feature-discovery': (NOT_APPLICABLE, C_NFD),
+    'nfd.enabled': (HONOURED, C_NFD),
+    'nfd.nodefeaturerules': (HONOURED, C_NFD),
+    'node-feature-discovery': (NOT_APPLICABLE, C_NFD_CHART),
     'operator.affinity': (NOT_APPLICABLE, C_OPERATOR),
     'operator.annotations': (NOT_APPLICABLE, C_OPERATOR),
     'operator.cleanupCRD': (NOT_APPLICABLE, C_OPERATOR),

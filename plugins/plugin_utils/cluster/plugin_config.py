@@ -143,17 +143,18 @@ def with_config_map(resolved, found=None, namespace='gpu-operator'):
     return resolved
 
 
-def node_label_settings(resolved, node_config='', nfd_enabled=False):
+def node_label_settings(resolved, node_config=''):
     """What gpu_node_labels needs to label a node as the plugin (and GFD) see it, from the run's ClusterPolicy
     (registry.resolution) and the node's device plugin config (its nvidia.com/device-plugin.config, '' for the default).
 
     {mig_strategy, sharing, mig_config (the nvidia.com/mig.config value for a MIG-capable node without one),
-    labels (nvidia.com/device-plugin.config when the node picks a config), gfd_labels}. gfd_labels: whether the node labels
-    stage writes GFD's labels. It does unless GFD's Pods publish them, which takes gfd.enabled and NFD running in the
-    cluster (`nfd_enabled`: GFD v0.20 publishes through NFD); they then read the ConfigMap themselves, which may then be
-    one the settings do not hold.
+    labels (nvidia.com/device-plugin.config when the node picks a config), nfd_enabled, gfd_labels}. nfd_enabled: the chart's
+    nfd.enabled, NFD runs in the cluster (this collection's, or one it found). gfd_labels: whether the node labels stage
+    writes GFD's labels. It does unless GFD's Pods publish them, which takes gfd.enabled and NFD (GFD v0.20 publishes
+    through NFD); they then read the ConfigMap themselves, which may then be one the settings do not hold.
     """
     spec = resolved['spec']
+    nfd_enabled = resolved['nfd']['enabled']
     gfd_labels = not (spec['gfd']['enabled'] and nfd_enabled)
     config = spec['devicePlugin']['config']
     strategy = spec['mig']['strategy']
@@ -172,6 +173,7 @@ def node_label_settings(resolved, node_config='', nfd_enabled=False):
         'sharing': config_sharing(available.get(name) if name else None),
         'mig_config': manager['config']['default'] if manager['enabled'] else '',
         'labels': {DEVICE_PLUGIN_CONFIG: node_config} if node_config else {},
+        'nfd_enabled': nfd_enabled,
         'gfd_labels': gfd_labels,
     }
 

@@ -33,7 +33,10 @@ PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
 DOCS = 'docs/coming-from-gpu-operator.md'
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
 # The Operator's sections this collection does not deploy: the ClusterPolicy says they are off.
-NOT_DEPLOYED = ('driver', 'toolkit', 'dcgm')
+NOT_DEPLOYED = ('driver', 'toolkit')
+# hostPaths and their defaults (the chart's rootFS and driverInstallDir, the CRD's kubeletRootDir): where the operands find
+# the host's root, the driver's root and the kubelet's directory (skeleton.host_paths, the DCGM exporter's pod-resources).
+HOST_PATHS = {'rootFS': '/', 'driverInstallDir': '/run/nvidia/driver', 'kubeletRootDir': '/var/lib/kubelet'}
 
 
 class PolicyError(GpuOpsError):
@@ -51,6 +54,8 @@ def common_defaults():
         },
         'mig': {'strategy': 'single'},
         'cdi': {'enabled': None},  # None: the GPU nodes' container_toolkit_cdi_enabled
+        'psa': {'enabled': False},
+        'hostPaths': dict(HOST_PATHS),
     }
 
 
@@ -69,6 +74,8 @@ COMMON_SCHEMA = {
                    'updateStrategy': 'str', 'rollingUpdate': {'maxUnavailable': 'scalar'}, 'podSecurityContext': 'dict'},
     'mig': {'strategy': 'str'},
     'cdi': {'enabled': 'bool'},
+    'psa': {'enabled': 'bool'},
+    'hostPaths': dict((key, 'str') for key in HOST_PATHS),
 }
 
 
@@ -406,6 +413,9 @@ def resolve(policy, registry, nodes, operands):
     max_unavailable(common['rollingUpdate']['maxUnavailable'])
     if resolved['mig']['strategy'] not in MIG_STRATEGIES:
         raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
+    for key, path in sorted(resolved['hostPaths'].items()):
+        if path and not path.startswith('/'):  # empty is the default, as the Operator reads it
+            raise PolicyError('hostPaths.%s must be an absolute path on the host, not %r' % (key, path))
     for operand in operands:
         operand.check(resolved)
     host_sections.check(resolved)

@@ -60,8 +60,7 @@ def _component_schema(extra=None):
     properties = {
         'enabled': {'type': 'boolean'}, 'repository': {'type': 'string'}, 'image': {'type': 'string', 'pattern': '[a-zA-Z0-9\\-]+'},
         'version': {'type': 'string'}, 'imagePullPolicy': {'type': 'string'}, 'imagePullSecrets': string_list, 'args': string_list,
-        'env': {'type': 'array', 'items': {'type': 'object', 'required': ['name'],
-                                           'properties': {'name': {'type': 'string'}, 'value': {'type': 'string'}}}},
+        'env': skeleton.crd_env(),
         'resources': {'type': 'object', 'properties': {'limits': quantities, 'requests': quantities}},
         'hostNetwork': {'type': 'boolean'},
     }
@@ -91,6 +90,9 @@ def cluster_policy_crd():
             'mig': {'type': 'object', 'properties': {'strategy': {'type': 'string', 'enum': list(contract.MIG_STRATEGIES)}}},
             'cdi': {'type': 'object', 'x-kubernetes-preserve-unknown-fields': True, 'properties': {
                 'enabled': {'type': 'boolean', 'default': True}, 'default': {'type': 'boolean', 'default': False}}},
+            'psa': {'type': 'object', 'properties': {'enabled': {'type': 'boolean'}}},
+            'hostPaths': {'type': 'object', 'properties': {'rootFS': {'type': 'string'}, 'driverInstallDir': {'type': 'string'},
+                                                           'kubeletRootDir': {'type': 'string', 'default': '/var/lib/kubelet'}}},
         },
     }
     spec['properties'].update((operand.section, _component_schema(operand.crd)) for operand in registry.OPERANDS if operand.image)

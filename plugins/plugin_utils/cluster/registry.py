@@ -17,13 +17,15 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects im
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.helm_values import from_values
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
-    dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_status_exporter, validator)
+    dcgm, dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_feature_discovery, node_status_exporter,
+    validator)
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import CONFIG_OF, Context
 
 OPERANDS = (
     validator.OPERAND,
     device_plugin.OPERAND,
     mps_control_daemon.OPERAND,
+    dcgm.OPERAND,
     dcgm_exporter.OPERAND,
     gpu_feature_discovery.OPERAND,
     mig_manager.OPERAND,
@@ -31,21 +33,34 @@ OPERANDS = (
 )
 
 
-def resolution(spec=None, registry='', nodes=None, helm_values=None):
+# Node Feature Discovery, which the chart installs beside the Operator (nfd.enabled): not a ClusterPolicy operand, applied by
+# gpu_cluster_base before the node stages (node_feature_discovery.plan).
+NFD = node_feature_discovery
+
+
+def resolution(spec=None, registry='', nodes=None, helm_values=None, nfd=None):
     """The ClusterPolicy of a run, resolved once: {'spec': the full ClusterPolicy spec (policy.resolve), 'cdi_hook_path':
     where nvidia-cdi-hook is on the GPU nodes, '' without CDI, 'kept': the fields given that this collection does not act on
     (the CR holds them as given), 'notes': what of the given ClusterPolicy was left out, 'chart': the Helm chart's settings
-    that are not ClusterPolicy fields (helm_values.chart_settings; {} without values)}.
+    that are not ClusterPolicy fields (helm_values.chart_settings; {} without values), 'nfd': the NFD settings of the run
+    (node_feature_discovery.settings)}.
 
     `spec`: a ClusterPolicy spec or the whole object (policy.accept); `helm_values`: the chart's values, which render the
     ClusterPolicy `spec` is then laid over, field by field (helm_values.from_values); `registry` mirrors the default images;
-    `nodes` are the GPU nodes' container toolkit settings.
+    `nodes` are the GPU nodes' container toolkit settings; `nfd`: the chart's `nfd` values (enabled, nodefeaturerules), laid
+    over those of `helm_values`.
     """
     chart = from_values(helm_values) if helm_values is not None else {'spec': None, 'chart': {}}
     accepted = policy.accept(spec, chart['spec'])
     resolved = policy.resolve(accepted['honoured'], registry, nodes, OPERANDS)
     return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes, resolved) if resolved['cdi']['enabled'] else '',
-            'kept': accepted['kept'], 'notes': accepted['notes'], 'chart': chart['chart']}
+            'kept': accepted['kept'], 'notes': accepted['notes'], 'chart': chart['chart'],
+            'nfd': NFD.settings(policy.merge(chart['chart'].get('nfd') or {}, nfd) if isinstance(nfd, (dict, type(None))) else nfd, registry)}
+
+
+def nfd(resolved, namespace, crd=None, daemonsets=None, state='present'):
+    """What gpu_cluster_base does about NFD (node_feature_discovery.plan). `resolved`: resolution()."""
+    return NFD.plan(resolved['nfd'], namespace, crd, daemonsets, state)
 
 
 def context(resolved, namespace, service_monitor_crd=False):

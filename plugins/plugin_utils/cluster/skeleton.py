@@ -48,6 +48,12 @@ def crd_string_map():
     return {'type': 'object', 'additionalProperties': {'type': 'string'}}
 
 
+def crd_env():
+    """The CRD schema of a component's env (the ClusterPolicy's EnvVar list)."""
+    return {'type': 'array', 'items': {'type': 'object', 'required': ['name'],
+                                       'properties': {'name': {'type': 'string'}, 'value': {'type': 'string'}}}}
+
+
 IMAGE_FIELDS = {'repository': 'str', 'image': 'str', 'version': 'str', 'imagePullPolicy': 'str', 'imagePullSecrets': 'strlist',
                 'resources': 'resources'}
 OPERAND_FIELDS = dict(IMAGE_FIELDS, enabled='bool', args='strlist', env='env', hostNetwork='bool')
@@ -126,6 +132,7 @@ class Operand(object):
         account, the deploy label (or `selector`) and, unless `runtime_class` is false, operator.runtimeClass."""
         common = resolved['daemonsets']
         labels = labels or {'app': self.daemonset}
+        host_paths(pod, resolved['hostPaths'])
         pod = dict(pod, serviceAccountName=self.account, nodeSelector=selector or {contract.deploy_label(self.deploy): 'true'},
                    tolerations=copy.deepcopy(common['tolerations']), priorityClassName=common['priorityClassName'])
         if runtime_class:
@@ -189,6 +196,36 @@ def set_env(container, name, value):
     container['env'] = policy.merge_env(container.get('env', []), [value_env(name, value)])
 
 
+def default_env(container, name, value):
+    """`name` set unless the container has it already (from the user's env, which the Operator merges after it)."""
+    if not any(item['name'] == name for item in container.get('env', [])):
+        set_env(container, name, value)
+
+
+def host_paths(pod, paths):
+    """hostPaths, as the Operator changes every operand's Pod (transformForHostRoot, transformForDriverInstallDir): a Pod
+    mounting the host's root (host-root) mounts rootFS there, its containers get HOST_ROOT and host-dev-char is
+    <rootFS>/dev/char; a Pod mounting the driver's root (driver-install-dir) mounts driverInstallDir, which its
+    driver-validation init container is told (DRIVER_INSTALL_DIR, DRIVER_INSTALL_DIR_CTR_PATH) and mounts at that path."""
+    volumes = dict((volume['name'], volume) for volume in pod['volumes'])
+    root, driver = paths['rootFS'], paths['driverInstallDir']
+    if root not in ('', '/') and 'host-root' in volumes:
+        volumes['host-root']['hostPath']['path'] = root
+        for item in pod.get('initContainers', []) + pod['containers']:
+            default_env(item, 'HOST_ROOT', root)
+    if root not in ('', '/') and 'host-dev-char' in volumes:
+        volumes['host-dev-char']['hostPath']['path'] = root.rstrip('/') + '/dev/char'
+    if driver not in ('', policy.HOST_PATHS['driverInstallDir']) and 'driver-install-dir' in volumes:
+        volumes['driver-install-dir']['hostPath']['path'] = driver
+        for item in pod.get('initContainers', []):
+            if item['name'] == 'driver-validation':
+                default_env(item, 'DRIVER_INSTALL_DIR', driver)
+                default_env(item, 'DRIVER_INSTALL_DIR_CTR_PATH', driver)
+                for spec in item['volumeMounts']:
+                    if spec['name'] == 'driver-install-dir':
+                        spec['mountPath'] = driver
+
+
 def toolkit_validation(volume, path):
     """The init container that holds an operand back until the container toolkit stage wrote toolkit-ready."""
     return {'name': 'toolkit-validation', 'command': ['sh', '-c'],
@@ -234,8 +271,15 @@ def add_pull_secrets(pod, names):
             secrets.append({'name': name})
 
 
+# The validator's component sections whose env goes to the validation init containers of that component (<name>-validation),
+# in every DaemonSet that has one: the Operator's transformValidationInitContainer (driver, toolkit) and
+# TransformValidatorComponent (the validator's own: driver, toolkit, cuda, plugin).
+VALIDATION_COMPONENTS = ('driver', 'toolkit', 'cuda', 'plugin')
+
+
 def validation_containers(pod, validator):
-    """The validation init containers run the validator image as root, with its pull settings and resources."""
+    """The validation init containers run the validator image as root, with its pull settings and resources, and the env
+    of their component's validator section (validator.<component>.env) merged last."""
     for item in pod['initContainers']:
         if 'validation' in item['name']:
             item['image'] = image(validator, 'validator')
@@ -243,6 +287,9 @@ def validation_containers(pod, validator):
             if validator['resources']:
                 item['resources'] = copy.deepcopy(validator['resources'])
             item['securityContext']['runAsUser'] = 0
+            component = item['name'].split('-validation', 1)[0]
+            if component in VALIDATION_COMPONENTS and validator[component]['env']:
+                item['env'] = policy.merge_env(item.get('env', []), validator[component]['env'])
     add_pull_secrets(pod, validator['imagePullSecrets'])
 
 

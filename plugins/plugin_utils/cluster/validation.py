@@ -74,7 +74,8 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
     other slices' nodes to them).
 
     Each is {node, exists, skip (why it is not validated, or ''), resources}. A node labelled
-    nvidia.com/gpu.deploy.operator-validator=false is skipped, as the Operator's DaemonSet skips it.
+    nvidia.com/gpu.deploy.operator-validator=false or nvidia.com/gpu.deploy.operands=false is skipped, as the Operator's
+    DaemonSet skips it.
     device_plugin_config: the ClusterPolicy's devicePlugin.config ({name, default, data}); each node runs the config its
     label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (contract.selected_config).
     """
@@ -94,6 +95,8 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
         skip = ''
         if labels.get(DEPLOY_LABEL) == 'false':
             skip = 'the Node is labelled %s=false' % DEPLOY_LABEL
+        elif contract.operands_disabled(labels):
+            skip = 'the Node is labelled %s=false' % contract.OPERANDS
         found.append({'node': name, 'exists': node is not None, 'skip': skip,
                       'resources': contract.gpu_resources(labels, mig_strategy, available.get(
                           contract.selected_config(spec, labels.get(contract.DEVICE_PLUGIN_CONFIG))))

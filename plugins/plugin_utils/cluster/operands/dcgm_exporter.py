@@ -8,7 +8,7 @@ edits in GPU Operator v26.7.0.
 
 GPU metrics for Prometheus on port 9400, behind a Service, and a ServiceMonitor when the Prometheus Operator's CRD
 exists (as the Operator decides it); custom metrics from dcgmExporter.config, Pod labels and UIDs in the metrics with
-a ClusterRole that reads Pods.
+a ClusterRole that reads Pods; the standalone DCGM's hostengine (dcgm.py) when dcgm.enabled, else its own or the host's.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -16,6 +16,7 @@ __metaclass__ = type
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import ref
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy, skeleton
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import dcgm
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import (
     field_env, host_path, mount, set_env, toolkit_validation, value_env)
 
@@ -26,6 +27,8 @@ HPC_JOB_MAPPING = '/var/lib/dcgm-exporter/job-mapping'
 READ_PODS = 'nvidia-dcgm-exporter-read-pods'
 READ_PODS_RULES = ({'apiGroups': [''], 'resources': ['pods'], 'verbs': ['get', 'list', 'watch']},)
 POD_ENV = ('DCGM_EXPORTER_KUBERNETES_ENABLE_POD_LABELS', 'DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID')
+# The hostengine the exporter reads instead of embedding one: the standalone DCGM's Service (dcgm.enabled), or the user's.
+REMOTE_HOSTENGINE = 'DCGM_REMOTE_HOSTENGINE_INFO'
 NAME = skeleton.CRD_STRING
 
 
@@ -111,6 +114,9 @@ class DcgmExporter(skeleton.Operand):
             set_env(main, 'DCGM_EXPORTER_KUBERNETES_ENABLE_POD_UID', 'true')
         if spec['podLabelAllowlistRegex']:
             set_env(main, 'DCGM_EXPORTER_KUBERNETES_POD_LABEL_ALLOWLIST_REGEX', ','.join(spec['podLabelAllowlistRegex']))
+        kubelet = resolved['hostPaths']['kubeletRootDir']
+        if kubelet not in ('', policy.HOST_PATHS['kubeletRootDir']):
+            next(volume for volume in pod['volumes'] if volume['name'] == 'pod-gpu-resources')['hostPath']['path'] = kubelet.rstrip('/') + '/pod-resources'
         env = dict((item['name'], item.get('value', '')) for item in spec['env'])
         if reads_pods(resolved) or env.get('DCGM_EXPORTER_CONFIGMAP_DATA', 'none') not in ('', 'none'):
             pod['automountServiceAccountToken'] = True
@@ -122,7 +128,13 @@ class DcgmExporter(skeleton.Operand):
             set_env(main, 'DCGM_EXPORTER_COLLECTORS', METRICS_PATH)
             if config['create']:
                 configs.append(skeleton.data_config_map('dcgmExporter.config', config['name'], namespace, {METRICS_FILE: config['data']}))
+        if resolved['dcgm']['enabled']:
+            set_env(main, REMOTE_HOSTENGINE, dcgm.OPERAND.endpoint())
         main['env'] = policy.merge_env(main['env'], spec['env'])
+        if not resolved['dcgm']['enabled'] and env.get(REMOTE_HOSTENGINE, '').startswith('localhost'):
+            # The hostengine runs on the host itself (DGX OS): only the node's network reaches it (deviation dcgm-on-host:
+            # the Operator reads this env before it merges the user's, so there only an env of its own asset would do it).
+            skeleton.host_network(pod, True)
         workload = self.daemonset_object(pod, resolved, namespace, annotations=spec['annotations'], checksum=skeleton.checksum(configs))
         service = skeleton.metrics_service(self.daemonset, namespace, 'gpu-metrics', METRICS_PORT)
         for field in ('type', 'internalTrafficPolicy'):

@@ -49,9 +49,14 @@ def _init_container(component, env, mounts, security):
             'securityContext': security, 'volumeMounts': mounts}
 
 
+
+
 class Validator(skeleton.Operand):
     """The Operator's state-operator-validation."""
     fields = dict(skeleton.IMAGE_FIELDS, args='strlist', env='env', hostNetwork='bool')
+    settings = dict((component, {'env': 'env'}) for component in skeleton.VALIDATION_COMPONENTS)
+    defaults = dict((component, {'env': []}) for component in skeleton.VALIDATION_COMPONENTS)
+    crd = dict((component, {'type': 'object', 'properties': {'env': skeleton.crd_env()}}) for component in skeleton.VALIDATION_COMPONENTS)
     # the validator makes and removes its workload Pods, reads its DaemonSet (their tolerations) and its Node; the Operator's
     # rule on ClusterPolicy finalizers is left out: nothing here sets owner references to a ClusterPolicy
     rules = (({'apiGroups': [''], 'resources': ['pods'], 'verbs': ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']},
@@ -92,8 +97,9 @@ class Validator(skeleton.Operand):
                             host_path('host-root', '/'), host_path('host-dev-char', '/dev/char')]}
 
     def objects(self, resolved, context):
-        """Its layout, the validator image on every container (as TransformValidator sets it), then what every operand
-        DaemonSet gets (daemonsets.*, the runtime class)."""
+        """Its layout, the validator image on every container and each component's env on its init container (as
+        TransformValidator sets them), validator.args (replacing the main container's, as there) and validator.env on the
+        main container, then what every operand DaemonSet gets (daemonsets.*, the runtime class)."""
         validator = resolved['validator']
         pod = self.layout(resolved, image_settings(validator))
         skeleton.validation_containers(pod, validator)

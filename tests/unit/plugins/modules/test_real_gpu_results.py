@@ -57,6 +57,8 @@ def test_nfd_labels_match_the_real_run(capsys, monkeypatch, tmp_path):
     # agree with what nvidia_driver reported on the real host.
     assert result['labels'].pop('nvidia.com/gpu.deploy.driver') == real('nvidia_driver-validated.json')['deploy_driver_label']
     assert expected['labels'].pop('nvidia.com/gpu.deploy.driver') == 'true'
+    # It also predates nvidia.com/gpu.deploy.client, a state label the Operator writes on every GPU node (the contract's).
+    assert result['labels'].pop('nvidia.com/gpu.deploy.client') == 'true' and 'nvidia.com/gpu.deploy.client' not in expected['labels']
     assert result['labels'] == expected['labels']
     # That run was on the first of the two H200s captured (SOURCE.md): all but the UUID describe both.
     without_uuid = [dict(gpu, uuid=None) for gpu in result['discovery']['gpus']]
@@ -106,5 +108,7 @@ def test_h100_labels_match_the_real_run(capsys, monkeypatch, case):
     result = run_module(capsys, nfd_labels.main, dict(
         h100_roots(monkeypatch), apply=False, mig_strategy=given['mig_strategy'], sharing=given['sharing'],
         _ansible_check_mode=True))
+    # Those runs predate nvidia.com/gpu.deploy.client (a state label the Operator writes on every GPU node).
+    assert result['labels'].pop('nvidia.com/gpu.deploy.client') == 'true' and 'nvidia.com/gpu.deploy.client' not in expected['labels']
     assert result['labels'] == expected['labels']
     assert result['discovery']['gpus'] == expected['discovery']['gpus']

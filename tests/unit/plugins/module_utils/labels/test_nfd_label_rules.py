@@ -19,9 +19,10 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules i
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import A100_40GB_MIG_LIST, GPUS, SIMULATOR, facts_of, listing_only_runner
 
 PCI_0302 = {'feature.node.kubernetes.io/pci-10de.present': 'true', 'feature.node.kubernetes.io/pci-0302_10de.present': 'true'}
+# SOURCE: NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go gpuStateLabels[container] (client: issue 24 item 4).
 DEPLOY = {'nvidia.com/gpu.deploy.' + name: 'true' for name in (
     'driver', 'gpu-feature-discovery', 'container-toolkit', 'device-plugin', 'dcgm', 'dcgm-exporter', 'node-status-exporter',
-    'operator-validator')}
+    'operator-validator', 'client')}
 MIG_MANAGER = {'nvidia.com/gpu.deploy.mig-manager': 'true'}
 
 

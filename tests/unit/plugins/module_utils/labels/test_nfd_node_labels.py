@@ -108,6 +108,23 @@ def test_node_without_gpu_anymore_gets_present_false_and_no_deploy_labels():
     assert 'nvidia.com/gpu.present' in plan['owned'] and plan['updated'] == ['nvidia.com/gpu.present']
 
 
+# SOURCE: NVIDIA/gpu-operator v26.7.0 controllers/state_manager.go updateGPUStateLabels (hasOperandsDisabled:
+# nvidia.com/gpu.deploy.operands=false removes every state label, removeAllGPUStateLabels; addGPUStateLabels once it is not).
+@pytest.mark.parametrize('where', ['node', 'desired'])
+def test_operands_false_takes_every_deploy_label_off_and_back(where):
+    """Issue 24 item 1: a Node labelled nvidia.com/gpu.deploy.operands=false keeps no deploy label of ours (the Operator
+    removes them all); gpu.present and the other labels stay, and so does the admin's switch itself."""
+    switch = {'nvidia.com/gpu.deploy.operands': 'false'}
+    current = dict(FOREIGN, **DESIRED, **(switch if where == 'node' else {}))
+    plan = reconcile(current, DESIRED, dict(DESIRED, **(switch if where == 'desired' else {})))
+    assert plan['labels'] == dict(FOREIGN, **switch, **{'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.product': 'Tesla-T4'})
+    assert plan['removed'] == ['nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.driver']
+    assert not any(key.startswith('nvidia.com/gpu.deploy.') for key in plan['owned_values'] if key != 'nvidia.com/gpu.deploy.operands')
+    # The switch back (anything but false): every deploy label returns.
+    after = reconcile(dict(plan['labels'], **{'nvidia.com/gpu.deploy.operands': 'true'}), plan['owned_values'], DESIRED)
+    assert after['added'] == ['nvidia.com/gpu.deploy.dcgm', 'nvidia.com/gpu.deploy.driver']
+
+
 @pytest.mark.parametrize('owned', [DESIRED, list(DESIRED)], ids=['values', 'keys'])
 def test_absent_removes_only_ours(owned):
     current = dict(FOREIGN, **DESIRED, **{'nvidia.com/gpu.deploy.dcgm-exporter': 'true'})

@@ -28,7 +28,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import
 REPO = Path(__file__).resolve().parents[5]
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
 # Kinds outside the Kubernetes core schemas that kubernetes-validate ships: checked otherwise (see below) or not at all.
-NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy'}
+NOT_IN_CORE_SCHEMAS = {'ServiceMonitor', 'ClusterPolicy', 'NodeFeatureRule'}
 TIME_SLICING = {'version': 'v1', 'sharing': {'timeSlicing': {'renameByDefault': True, 'failRequestsGreaterThanOne': True,
                                                              'resources': [{'name': 'nvidia.com/gpu', 'replicas': 4}]}}}
 MPS = {'version': 'v1', 'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}
@@ -57,9 +57,19 @@ SCENARIOS = {
                          'hpcJobMapping': {'enabled': True}, 'enablePodLabels': True, 'podLabelAllowlistRegex': ['^app$'],
                          'service': {'type': 'NodePort'}, 'hostPID': True, 'annotations': {'x': 'y'}},
         'devicePlugin': {'mps': {'root': '/var/run/mps'}, 'hostNetwork': True}}},
+    'validator component env, args, env, host network': {'policy': {'validator': {
+        'env': [{'name': 'DEBUG', 'value': 'true'}], 'args': ['sleep infinity'], 'hostNetwork': True,
+        'driver': {'env': [{'name': 'DISABLE_DEV_CHAR_SYMLINK_CREATION', 'value': 'true'}]},
+        'toolkit': {'env': [{'name': 'NVIDIA_VISIBLE_DEVICES', 'value': 'void'}]}, 'cuda': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}]},
+        'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}, 'vfioPCI': {'env': [{'name': 'X', 'value': 'y'}]}},
+        'gfd': {'enabled': True}}},
+    'host paths of a host mounted elsewhere': {'policy': {
+        'hostPaths': {'rootFS': '/host-root', 'driverInstallDir': '/opt/nvidia/driver', 'kubeletRootDir': '/var/lib/k0s/kubelet'},
+        'psa': {'enabled': True}, 'validator': {'driver': {'env': [{'name': 'DRIVER_INSTALL_DIR', 'value': '/given'}]}},
+        'devicePlugin': {'env': [{'name': 'HOST_ROOT', 'value': '/given'}]}}},
     'everything on, pull secrets, resources, args, env': {
-        'monitor': True,
-        'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]},
+        'monitor': True, 'registry': 'mirror.example:5000/nv', 'nfd': {'enabled': True, 'nodefeaturerules': True},
+        'policy': {'gfd': {'enabled': True, 'env': [{'name': 'MIG_STRATEGY', 'value': 'none'}]}, 'dcgm': {'enabled': True},
                    'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}},
                    'devicePlugin': {'imagePullSecrets': ['pull'], 'args': ['--fail-on-init-error=false'],
                                     'env': [{'name': 'DEVICE_LIST_STRATEGY', 'value': 'volume-mounts'}],
@@ -71,7 +81,7 @@ SCENARIOS = {
 
 
 def resolution(scenario):
-    return registry.resolution(scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'))
+    return registry.resolution(scenario.get('policy'), scenario.get('registry', ''), scenario.get('nodes'), nfd=scenario.get('nfd'))
 
 
 def render(scenario):
@@ -86,12 +96,13 @@ def validator_objects(scenario):
 
 def every_object(scenario):
     rendered = render(scenario)
-    return rendered['present'] + cm.prerequisites('gpu-operator', True, rendered['resolved']) + [
+    nfd = registry.nfd(rendered['resolved'], 'gpu-operator')
+    return rendered['present'] + cm.prerequisites('gpu-operator', True, rendered['resolved']) + nfd['crds'] + nfd['present'] + [
         registry.cluster_policy(rendered['resolved'])] + validator_objects(scenario)
 
 
 def label_settings(spec, node_config='', nfd_enabled=False):
-    return plugin_config.node_label_settings(registry.resolution(spec), node_config, nfd_enabled)
+    return plugin_config.node_label_settings(registry.resolution(spec, nfd={'enabled': nfd_enabled}), node_config)
 
 
 def by_name(objects, kind):
@@ -103,7 +114,7 @@ def pod_of(rendered, name):
 
 
 def env_of(container):
-    return dict((e['name'], e.get('value', e.get('valueFrom'))) for e in container['env'])
+    return dict((e['name'], e.get('value', e.get('valueFrom'))) for e in container.get('env', []))
 
 
 def distinct_objects():
@@ -141,8 +152,9 @@ def test_defaults():
     rendered = render({})
     assert sorted(by_name(rendered['present'], 'DaemonSet')) == [
         'nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']
-    # off by default (GFD: deviation gfd-default; the node status exporter as in the chart)
-    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {'gpu-feature-discovery', 'nvidia-node-status-exporter'}
+    # off by default (GFD: deviation gfd-default; the node status exporter and the standalone DCGM as in the chart)
+    assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {
+        'gpu-feature-discovery', 'nvidia-node-status-exporter', 'nvidia-dcgm'}
     plugin = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']
     assert plugin['spec']['updateStrategy'] == {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}}
     pod = plugin['spec']['template']['spec']
@@ -172,7 +184,7 @@ def test_release_defaults_are_stated_once():
     """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
     resolved = render({})['resolved']['spec']
     owners = [operand for operand in registry.OPERANDS if operand.image]
-    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
+    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgm', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
     for operand in owners:
         spec = resolved[operand.section]
         assert (spec['repository'], spec['image'], spec['version']) == operand.image
@@ -216,6 +228,88 @@ def test_env_and_args_merge_by_name():
     assert policy.merge_args(['--a=1', 'x', '--b'], ['--b=2', '--a=3', 'y']) == ['--a=3', 'x', '--b=2', 'y']
 
 
+def test_validator_component_env_reaches_its_validation_init_containers():
+    """Issue 24: validator.<component>.env on that component's init container, last (SOURCE: NVIDIA/gpu-operator v26.7.0
+    controllers/object_controls.go TransformValidatorComponent for the validator, transformValidationInitContainer for the
+    toolkit-validation init container of every operand); validator.args replace the main container's, validator.env and
+    hostNetwork (TransformValidatorShared, TransformValidator) go to the validator's Pod."""
+    scenario = SCENARIOS['validator component env, args, env, host network']
+    pod = pod_of({'present': validator_objects(scenario)}, 'nvidia-operator-validator')
+    init = dict((item['name'], env_of(item)) for item in pod['initContainers'])
+    assert init['driver-validation']['DISABLE_DEV_CHAR_SYMLINK_CREATION'] == 'true' and init['driver-validation']['WITH_WAIT'] == 'true'
+    assert init['toolkit-validation']['NVIDIA_VISIBLE_DEVICES'] == 'void'
+    assert init['cuda-validation']['WITH_WORKLOAD'] == 'false' and init['cuda-validation']['VALIDATOR_IMAGE']
+    assert init['plugin-validation']['WITH_WORKLOAD'] == 'true' and init['plugin-validation']['MIG_STRATEGY'] == 'single'
+    assert [name for name in init if 'X' in init[name]] == []  # the sandbox validator's components reach no container here
+    main = pod['containers'][0]
+    assert main['args'] == ['sleep infinity'] and env_of(main) == {'DEBUG': 'true'}
+    assert pod['hostNetwork'] is True and pod['dnsPolicy'] == 'ClusterFirstWithHostNet'
+    rendered = render(scenario)
+    waiting = [(obj['metadata']['name'], item) for obj in rendered['present'] if obj['kind'] == 'DaemonSet'
+               for item in obj['spec']['template']['spec'].get('initContainers', []) if item['name'] == 'toolkit-validation']
+    assert len(waiting) >= 5 and all(env_of(item).get('NVIDIA_VISIBLE_DEVICES') == 'void' for _name, item in waiting), waiting
+    cluster_policy = registry.cluster_policy(rendered['resolved'])['spec']['validator']
+    assert cluster_policy['plugin'] == {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]} and 'vgpuDevices' not in cluster_policy
+
+
+def test_host_paths_reach_the_operands_that_mount_them():
+    """Issue 24: hostPaths as the Operator applies them to every operand (SOURCE: NVIDIA/gpu-operator v26.7.0
+    controllers/object_controls.go preProcessDaemonSet: transformForHostRoot, transformForDriverInstallDir, before each
+    operand's transform, whose user env therefore wins; TransformDCGMExporter: kubeletRootDir's pod-resources)."""
+    rendered = render(SCENARIOS['host paths of a host mounted elsewhere'])
+    roots = {}
+    for obj in rendered['present'] + validator_objects(SCENARIOS['host paths of a host mounted elsewhere']):
+        if obj['kind'] == 'DaemonSet':
+            pod = obj['spec']['template']['spec']
+            volumes = dict((volume['name'], volume.get('hostPath', {}).get('path')) for volume in pod['volumes'])
+            roots[obj['metadata']['name']] = (volumes.get('host-root'), sorted(set(
+                env_of(item).get('HOST_ROOT') for item in pod.get('initContainers', []) + pod['containers'])), volumes.get('driver-install-dir'))
+    assert roots['nvidia-device-plugin-daemonset'] == ('/host-root', ['/given', '/host-root'], '/opt/nvidia/driver')
+    assert roots['nvidia-mig-manager'] == ('/host-root', ['/host-root'], '/opt/nvidia/driver')
+    assert roots['nvidia-operator-validator'] == ('/host-root', ['/host-root'], '/opt/nvidia/driver')
+    assert roots['nvidia-dcgm-exporter'] == (None, [None], None), 'no host-root volume: no HOST_ROOT'
+    validator = pod_of({'present': validator_objects(SCENARIOS['host paths of a host mounted elsewhere'])}, 'nvidia-operator-validator')
+    driver = validator['initContainers'][0]
+    assert driver['name'] == 'driver-validation' and env_of(driver)['DRIVER_INSTALL_DIR'] == '/given'
+    assert env_of(driver)['DRIVER_INSTALL_DIR_CTR_PATH'] == '/opt/nvidia/driver'
+    assert {'name': 'driver-install-dir', 'mountPath': '/opt/nvidia/driver', 'mountPropagation': 'HostToContainer'} in driver['volumeMounts']
+    assert {'name': 'host-dev-char', 'hostPath': {'path': '/host-root/dev/char'}} in validator['volumes']
+    exporter = pod_of(rendered, 'nvidia-dcgm-exporter')
+    assert {'name': 'pod-gpu-resources', 'hostPath': {'path': '/var/lib/k0s/kubelet/pod-resources'}} in exporter['volumes']
+    assert {'mountPath': '/var/lib/kubelet/pod-resources', 'name': 'pod-gpu-resources', 'readOnly': True} in exporter['containers'][0]['volumeMounts']
+    spec = registry.cluster_policy(rendered['resolved'])['spec']
+    assert spec['psa'] == {'enabled': True} and spec['hostPaths']['kubeletRootDir'] == '/var/lib/k0s/kubelet'
+    # at the defaults nothing changes; empty is the default, as the Operator reads it
+    for paths in ({}, {'rootFS': '', 'driverInstallDir': '', 'kubeletRootDir': ''}):
+        defaults = render({'policy': {'hostPaths': paths}})
+        plugin = pod_of(defaults, 'nvidia-device-plugin-daemonset')
+        assert {'name': 'host-root', 'hostPath': {'path': '/'}} in plugin['volumes'] and 'HOST_ROOT' not in env_of(plugin['containers'][0])
+        assert {'name': 'driver-install-dir', 'hostPath': {'path': '/run/nvidia/driver', 'type': 'DirectoryOrCreate'}} in plugin['volumes']
+        assert {'name': 'pod-gpu-resources', 'hostPath': {'path': '/var/lib/kubelet/pod-resources'}} in pod_of(defaults, 'nvidia-dcgm-exporter')['volumes']
+
+
+LOCAL_HOSTENGINE = [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'localhost:5555'}]
+
+
+# SOURCE: NVIDIA/gpu-operator v26.7.0 controllers/object_controls.go TransformDCGMExporter (DCGM.IsEnabled: the remote
+# hostengine nvidia-dcgm:5555 set before the user's env, which wins; else a localhost hostengine: hostNetwork and
+# ClusterFirstWithHostNet), controllers/transforms_test.go "dcgm running on the host itself(DGX BaseOS)".
+@pytest.mark.parametrize('dcgm, env, hostengine, host_network', [
+    (False, [], None, False),                                       # the exporter's embedded hostengine
+    (True, [], 'nvidia-dcgm:5555', False),                          # the standalone DCGM's Service
+    (True, LOCAL_HOSTENGINE, 'localhost:5555', False),              # the user's env wins; DCGM enabled: no host network
+    (False, LOCAL_HOSTENGINE, 'localhost:5555', True),              # issue 24 item 2: on the host (DGX OS), deviation dcgm-on-host
+    (False, [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'dcgm.example:5555'}], 'dcgm.example:5555', False),
+])
+def test_dcgm_exporter_reads_the_hostengine_it_is_pointed_at(dcgm, env, hostengine, host_network):
+    rendered = render({'policy': {'dcgm': {'enabled': dcgm}, 'dcgmExporter': {'env': env}}})
+    pod = pod_of(rendered, 'nvidia-dcgm-exporter')
+    assert env_of(pod['containers'][0]).get('DCGM_REMOTE_HOSTENGINE_INFO') == hostengine
+    assert (pod.get('hostNetwork'), pod.get('dnsPolicy')) == ((True, 'ClusterFirstWithHostNet') if host_network else (None, None))
+    assert ('nvidia-dcgm' in by_name(rendered['present'], 'DaemonSet')) is dcgm
+    assert ('nvidia-dcgm' in by_name(rendered['present'], 'Service')) is dcgm
+
+
 def test_gfd_keeps_mig_strategy_over_user_env():
     pod = pod_of(render(SCENARIOS['everything on, pull secrets, resources, args, env']), 'gpu-feature-discovery')
     assert env_of(pod['containers'][0])['MIG_STRATEGY'] == 'single'
@@ -254,9 +348,10 @@ def test_label_settings_follow_the_plugin_config():
     """The node labels are computed from the same config the plugin gets (one source of truth)."""
     spec = SCENARIOS['time-slicing and MPS configs, per node']['policy']
     # GFD is on in this scenario but publishes through NFD only: without NFD the node labels stage writes its labels
-    assert label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {}, 'gfd_labels': True,
+    assert label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {}, 'gfd_labels': True, 'nfd_enabled': False,
                                     'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True}}
     assert label_settings(spec, nfd_enabled=True)['gfd_labels'] is False and label_settings({}, nfd_enabled=True)['gfd_labels'] is True
+    assert label_settings({}, nfd_enabled=True)['nfd_enabled'] is True
     assert label_settings(spec, 'mps')['sharing'] == {'strategy': 'mps', 'replicas': 2, 'rename_by_default': False}
     assert label_settings(spec, 'mps')['labels'] == {'nvidia.com/device-plugin.config': 'mps'}
     assert label_settings({})['sharing'] == {'strategy': 'none', 'replicas': 1, 'rename_by_default': False}
@@ -412,6 +507,9 @@ def test_service_monitor_only_with_its_crd():
     ({'toolkit': {'env': [{'name': 'CONTAINERD_RUNTIME_TYPE', 'value': 'x'}]}}, 'toolkit.env CONTAINERD_RUNTIME_TYPE: the toolkit is set up'),
     ({'toolkit': {'env': [{'name': 'CONTAINERD_SET_AS_DEFAULT', 'value': 'yes'}]}}, 'CONTAINERD_SET_AS_DEFAULT must be true or false'),
     ({'toolkit': {'env': [{'name': 'CONTAINERD_CONFIG', 'value': 'config.toml'}]}}, 'CONTAINERD_CONFIG must be an absolute path'),
+    ({'psa': {'enabled': 'yes'}}, 'psa.enabled must be true or false'),
+    ({'hostPaths': {'rootFS': 'host'}}, "hostPaths.rootFS must be an absolute path on the host, not 'host'"),
+    ({'hostPaths': {'kubeletRootDir': 'var/lib/kubelet'}}, "hostPaths.kubeletRootDir must be an absolute path on the host, not 'var/lib/kubelet'"),
     ({'mig': {'strategy': 'triple'}}, 'mig.strategy must be one of'),
     ({'daemonsets': {'updateStrategy': 'Recreate'}}, 'daemonsets.updateStrategy must be RollingUpdate or OnDelete'),
     ({'daemonsets': {'rollingUpdate': {'maxUnavailable': 'many'}}}, 'maxUnavailable must be a number or a percentage'),

@@ -187,7 +187,8 @@ def test_a_list_holds_fields_of_one_status():
 
 def test_the_operators_sample_is_accepted_whole():
     """config/samples/v1_clusterpolicy.yaml, the whole object: nothing refused, its metadata noted as ignored, what is not
-    acted on here kept in the CR as given, driver, toolkit and the standalone DCGM marked not deployed."""
+    acted on here kept in the CR as given, driver and toolkit marked not deployed (the node roles do them), the standalone DCGM
+    deployed as the sample asks."""
     resolved = registry.resolution(SAMPLE)
     assert resolved['notes'] == ['metadata (name gpu-cluster-policy) is ignored: the ClusterPolicy here is cluster-policy, '
                                  'the name the chart gives it']
@@ -196,8 +197,9 @@ def test_the_operators_sample_is_accepted_whole():
     for section in ('gds', 'psp', 'sandboxWorkloads', 'vgpuManager', 'vgpuDeviceManager', 'vfioManager', 'sandboxDevicePlugin', 'kataManager'):
         assert spec[section] == given[section], section
     assert spec['operator'] == dict(given['operator'], runtimeClass='nvidia')
-    assert spec['driver'] == dict(given['driver'], enabled=False) and spec['toolkit'] == spec['dcgm'] == {'enabled': False}
-    assert spec['validator']['env'] == [{'name': 'WITH_WORKLOAD', 'value': 'false'}] and 'plugin' not in spec['validator']
+    assert spec['driver'] == dict(given['driver'], enabled=False) and spec['toolkit'] == dict(given['toolkit'], enabled=False)
+    assert spec['dcgm']['enabled'] is True and given['dcgm']['enabled'] is True
+    assert spec['validator']['env'] == [{'name': 'WITH_WORKLOAD', 'value': 'false'}] and spec['validator']['plugin'] == {'env': []}
     assert (spec['gfd']['enabled'], spec['migManager']['config'], spec['mig']) == (True, {'default': 'all-disabled'}, {'strategy': 'single'})
 
 

@@ -193,7 +193,7 @@ def test_the_chart_defaults_resolve_whole():
     assert spec['daemonsets']['labels'] == {'helm.sh/chart': 'gpu-operator-v26.7.0'}
     assert (spec['gfd']['enabled'], spec['cdi']['enabled'], spec['dcgm'], spec['nodeStatusExporter']['enabled']) == (True, True, {
         'enabled': False, 'repository': 'nvcr.io/nvidia/cloud-native', 'image': 'dcgm', 'version': '4.6.0-1-ubuntu24.04',
-        'imagePullPolicy': 'IfNotPresent'}, False)
+        'imagePullPolicy': 'IfNotPresent', 'imagePullSecrets': [], 'resources': {}, 'args': [], 'env': [], 'hostNetwork': False}, False)
     assert spec['driver']['enabled'] is False and spec['driver']['version'] == '595.91.07', 'the driver is the host\'s (toolkit-on-host)'
     assert spec['sandboxWorkloads'] == {'enabled': False, 'defaultWorkload': 'container', 'mode': 'kubevirt'}
 

@@ -6,7 +6,9 @@
 """Golden tests, one folder per operand: what each operand renders for a few settings, compared with checked-in YAML.
 
 golden/<operand file>/<case>.yml holds `objects` (everything the operand renders with those settings, enabled or not:
-a disabled operand's objects are the ones removed) and `unwanted` (what it removes while it runs). A change to what an
+a disabled operand's objects are the ones removed) and `unwanted` (what it removes while it runs); for Node Feature
+Discovery (registry.NFD, not a ClusterPolicy operand) what role gpu_cluster_base does with it given what the cluster holds
+(its plan; the CRDs by name: their schemas are the chart's, test_node_feature_discovery.py). A change to what an
 operand renders shows here as a diff of its YAML; the Operator's facts it must keep are tests/cluster/parity/'s.
 
 After a deliberate change, write the files anew and read the diff before committing it:
@@ -26,6 +28,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import MANAGED_BY
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import registry
 
 GOLDEN = Path(__file__).resolve().parent / 'golden'
@@ -36,6 +39,9 @@ PLUGIN_CONFIGS = {'name': 'device-plugin-config', 'default': 'time-sliced', 'dat
     'mps-2': {'version': 'v1', 'sharing': {'mps': {'resources': [{'name': 'nvidia.com/gpu', 'replicas': 2}]}}}}}
 MIG_CONFIG = {'version': 'v1', 'mig-configs': {'all-disabled': [{'devices': 'all', 'mig-enabled': False}],
                                                'two-3g': [{'devices': [0], 'mig-enabled': True, 'mig-devices': {'3g.40gb': 2}}]}}
+NFD_CRD = {'metadata': {'name': 'nodefeatures.nfd.k8s-sigs.io', 'labels': dict(MANAGED_BY)}}
+NFD_WORKER = {'metadata': {'name': 'nfd-worker', 'namespace': 'node-feature-discovery'},
+              'spec': {'template': {'spec': {'containers': [{'name': 'nfd-worker', 'command': ['nfd-worker']}]}}}}
 DAEMONSETS = {'tolerations': [{'key': 'dedicated', 'operator': 'Equal', 'value': 'gpu', 'effect': 'NoSchedule'}],
               'priorityClassName': 'gpu-critical', 'updateStrategy': 'OnDelete', 'labels': {'team': 'ml'}, 'annotations': {'a': 'b'}}
 # Per operand file: case -> settings as a user gives them (policy, registry, nodes, whether the ServiceMonitor CRD exists).
@@ -53,6 +59,13 @@ CASES = {
         'configs, mirror, mps root, resources': {'registry': MIRROR, 'policy': {'devicePlugin': {
             'config': PLUGIN_CONFIGS, 'mps': {'root': '/var/lib/mps'}, 'resources': {'limits': {'memory': '100Mi'}}}}},
     },
+    'dcgm': {
+        'defaults (off)': {},
+        'on: mirror, pull secrets, args, env, resources, host network, daemonsets': {'registry': MIRROR, 'policy': {
+            'daemonsets': DAEMONSETS, 'dcgm': {
+                'enabled': True, 'imagePullSecrets': ['pull'], 'args': ['--log-level', 'ERROR'], 'env': [{'name': 'DCGM_HOME_DIR', 'value': '/tmp'}],
+                'resources': {'limits': {'memory': '1Gi'}}, 'hostNetwork': True}}},
+    },
     'dcgm_exporter': {
         'defaults, with the ServiceMonitor CRD': {'monitor': True},
         'metrics, pod labels, hpc, service, monitor settings': {'monitor': True, 'policy': {'dcgmExporter': {
@@ -61,6 +74,8 @@ CASES = {
             'annotations': {'x': 'y'}, 'env': [{'name': 'DCGM_EXPORTER_INTERVAL', 'value': '10000'}],
             'serviceMonitor': {'interval': '30s', 'honorLabels': True, 'additionalLabels': {'release': 'prom'}}}}},
         'disabled, with the ServiceMonitor CRD': {'monitor': True, 'policy': {'dcgmExporter': {'enabled': False}}},
+        'with the standalone DCGM': {'policy': {'dcgm': {'enabled': True}}},
+        'the hostengine on the host (DGX OS)': {'policy': {'dcgmExporter': {'env': [{'name': 'DCGM_REMOTE_HOSTENGINE_INFO', 'value': 'localhost:5555'}]}}},
     },
     'gpu_feature_discovery': {
         'defaults (off)': {},
@@ -72,6 +87,14 @@ CASES = {
         'configs of the user, cdi, args': {'nodes': CDI_NODES, 'policy': {'migManager': {
             'config': {'name': 'my-mig', 'data': {'config.yaml': MIG_CONFIG}}, 'gpuClientsConfig': {'name': 'my-clients'},
             'args': ['--with-reboot'], 'env': [{'name': 'WITH_REBOOT', 'value': 'true'}]}}},
+    },
+    'node_feature_discovery': {
+        'enabled (the chart\'s nfd values), a fresh cluster': {'nfd': {'enabled': True}, 'daemonsets': []},
+        'enabled with the chart\'s NodeFeatureRule, a mirror, installed before': {
+            'nfd': {'enabled': True, 'nodefeaturerules': True}, 'registry': MIRROR, 'crd': NFD_CRD, 'daemonsets': []},
+        'enabled where NFD runs already': {'nfd': {'enabled': True}, 'crd': dict(NFD_CRD, metadata={'name': NFD_CRD['metadata']['name']}),
+                                           'daemonsets': [NFD_WORKER]},
+        'disabled after it was installed': {'crd': NFD_CRD, 'daemonsets': []},
     },
     'node_status_exporter': {
         'defaults (off), with the ServiceMonitor CRD': {'monitor': True},
@@ -86,6 +109,11 @@ CASES = {
         'mirror, pull secrets, resources, no device plugin, daemonsets': {'registry': MIRROR, 'policy': {
             'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}}, 'devicePlugin': {'enabled': False},
             'daemonsets': DAEMONSETS}},
+        'component env, args, env, host network': {'policy': {'validator': {
+            'env': [{'name': 'DEBUG', 'value': 'true'}], 'args': ['sleep infinity'], 'hostNetwork': True,
+            'driver': {'env': [{'name': 'DISABLE_DEV_CHAR_SYMLINK_CREATION', 'value': 'true'}]},
+            'toolkit': {'env': [{'name': 'NVIDIA_VISIBLE_DEVICES', 'value': 'void'}]}, 'cuda': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'false'}]},
+            'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}}}},
     },
 }
 
@@ -94,15 +122,26 @@ def slug(name):
     return re.sub(r'[^a-z0-9]+', '-', name.lower()).strip('-')
 
 
+NFD_STEM = registry.NFD.__name__.rsplit('.', 1)[-1]
+
+
+def stem_of(operand):
+    return type(operand).__module__.rsplit('.', 1)[-1]
+
+
 def operand_of(stem):
-    return next(operand for operand in registry.OPERANDS if type(operand).__module__.rsplit('.', 1)[-1] == stem)
+    return next(operand for operand in registry.OPERANDS if stem_of(operand) == stem)
 
 
 def rendered(stem, case):
     """What the operand renders for the case, as plain data."""
-    resolved = registry.resolution(case.get('policy'), case.get('registry', ''), case.get('nodes'))
-    operand, context = operand_of(stem), registry.context(resolved, 'gpu-operator', case.get('monitor', False))
-    found = {'objects': operand.objects(resolved['spec'], context), 'unwanted': operand.unwanted(resolved['spec'], context)}
+    resolved = registry.resolution(case.get('policy'), case.get('registry', ''), case.get('nodes'), nfd=case.get('nfd'))
+    if stem == NFD_STEM:
+        found = registry.nfd(resolved, 'gpu-operator', case.get('crd'), case.get('daemonsets'))
+        found['crds'] = [crd['metadata']['name'] for crd in found['crds']]
+    else:
+        operand, context = operand_of(stem), registry.context(resolved, 'gpu-operator', case.get('monitor', False))
+        found = {'objects': operand.objects(resolved['spec'], context), 'unwanted': operand.unwanted(resolved['spec'], context)}
     return json.loads(json.dumps(found))
 
 
@@ -139,7 +178,7 @@ def test_operand_renders_its_golden_objects(stem, name):
 
 def test_every_operand_has_golden_cases_and_no_file_is_left_over():
     """An operand added to the registry comes with its golden cases; a golden file no case writes is stale."""
-    stems = {type(operand).__module__.rsplit('.', 1)[-1] for operand in registry.OPERANDS}
+    stems = {stem_of(operand) for operand in registry.OPERANDS} | {NFD_STEM}
     assert stems == set(CASES)
     written = {golden_file(stem, name) for stem, name in ALL}
     assert set(GOLDEN.glob('*/*.yml')) == written

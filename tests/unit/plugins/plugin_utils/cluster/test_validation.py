@@ -190,7 +190,8 @@ def test_validator_env_args_and_host_network_reach_its_main_container_only():
     ({'tag': 'x'}, 'validator.tag is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
     ({'imagePullSecrets': 'pull'}, "validator.imagePullSecrets must be a list of strings, not 'pull'"),
     ({'version': ''}, 'validator.version must be a non-empty string'),
-    ({'plugin': {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]}}, "validator.plugin.env[0].name is 'WITH_WORKLOAD': the validation init"),
+    ({'args': 'x'}, "validator.args must be a list of strings, not 'x'"),
+    ({'plugin': {'env': [{'name': 'WITH_WORKLOAD'}], 'args': []}}, 'validator.plugin.args is not a field of the ClusterPolicy CRD'),
 ])
 def test_bad_image_settings(validator, message):
     with pytest.raises(GpuOpsError, match=re.escape(message)):
@@ -221,12 +222,14 @@ def node(name, **labels):
 
 def test_targets():
     nodes = [node('b'), node('a', **{'nvidia.com/gpu.deploy.operator-validator': 'false'}), {'metadata': {'name': 'cpu', 'labels': {}}},
-             {'metadata': {'name': 'listed', 'labels': {}}}]
+             {'metadata': {'name': 'listed', 'labels': {}}}, node('off', **{'nvidia.com/gpu.deploy.operands': 'false'})]
     found = v.targets(nodes, run_nodes=['listed', 'gone', 'b'])
+    # operands=false: the Operator takes every deploy label off the Node, the validator's too (issue 24 item 1)
     assert [(t['node'], t['exists'], t['skip'], t['resources']) for t in found] == [
         ('a', True, 'the Node is labelled nvidia.com/gpu.deploy.operator-validator=false', ['nvidia.com/gpu']),
-        ('b', True, '', ['nvidia.com/gpu']), ('gone', False, '', []), ('listed', True, '', ['nvidia.com/gpu'])]
-    assert [t['node'] for t in v.targets(nodes, selector={'nvidia.com/gpu.count': '1'})] == ['a', 'b']
+        ('b', True, '', ['nvidia.com/gpu']), ('off', True, 'the Node is labelled nvidia.com/gpu.deploy.operands=false', ['nvidia.com/gpu']),
+        ('gone', False, '', []), ('listed', True, '', ['nvidia.com/gpu'])]
+    assert [t['node'] for t in v.targets(nodes, selector={'nvidia.com/gpu.count': '1'})] == ['a', 'b', 'off']
 
 
 def test_targets_follow_the_config_each_node_runs():
