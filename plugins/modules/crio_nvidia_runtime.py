@@ -35,7 +35,7 @@ attributes:
     support: full
     details:
       - On a node without tomlkit (before the container toolkit stage installed C(python3-tomlkit)), check mode cannot
-        read the config: the task is skipped with a message that says so (C(msg), C(notes)), not failed.
+        read the config; the task is skipped with a message that says so (C(msg), C(notes)), not failed.
   diff_mode:
     support: full
   platform:

@@ -270,9 +270,9 @@ discovery:
   type: dict
 gpu_present:
   description:
-    - Whether the node has an NVIDIA GPU as the GPU Operator counts one (C(nvidia.com/gpu.present)): an NVIDIA VGA or 3D
+    - Whether the node has an NVIDIA GPU as the GPU Operator counts one (C(nvidia.com/gpu.present)) - an NVIDIA VGA or 3D
       controller on the PCI bus (the classes NFD labels for the Operator), or a GPU C(nvidia-smi) lists. The Operator
-      deploys nothing on a node without one; C(site.yml) ends such a node after its labels.
+      deploys nothing on a node without one, and C(site.yml) ends such a node after its labels.
     - Null when the labels are not computed on the node (O(labels) or O(nodes) given, or O(state=absent)).
   returned: always
   type: bool

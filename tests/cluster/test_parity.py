@@ -40,7 +40,7 @@ KINDS = {
     'Role': ('rbac.authorization.k8s.io/v1', True), 'RoleBinding': ('rbac.authorization.k8s.io/v1', True),
     'ClusterRole': ('rbac.authorization.k8s.io/v1', False), 'ClusterRoleBinding': ('rbac.authorization.k8s.io/v1', False),
     'RuntimeClass': ('node.k8s.io/v1', False), 'CustomResourceDefinition': ('apiextensions.k8s.io/v1', False),
-    'ClusterPolicy': ('nvidia.com/v1', False), 'Deployment': ('apps/v1', True), 'Namespace': ('v1', False),
+    'ClusterPolicy': ('nvidia.com/v1', False), 'Namespace': ('v1', False),
     'NodeFeatureRule': ('nfd.k8s-sigs.io/v1alpha1', False),
 }
 ABSENT = '$absent'

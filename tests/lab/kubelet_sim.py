@@ -132,8 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     for spec in args.nodes:
         node, _sep, nvidia_smi = spec.partition('=')
         result[node] = reflect(core, apps, args.namespace, node, nvidia_smi or 'nvidia-smi')
-        print('kubelet-sim %s: %s=%d (%s); DaemonSets selecting it: %s' % (node, RESOURCE, result[node]['capacity'], result[node]['why'],
-                                                                         ', '.join(result[node]['selected_by']) or 'none'))
+        selected_by = ', '.join(result[node]['selected_by']) or 'none'
+        print('kubelet-sim %s: %s=%d (%s); DaemonSets selecting it: %s' % (node, RESOURCE, result[node]['capacity'], result[node]['why'], selected_by))
     if args.output:
         with open(args.output, 'w', encoding='utf-8') as stream:
             json.dump(result, stream, indent=1, sort_keys=True)

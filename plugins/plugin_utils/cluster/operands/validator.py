@@ -49,8 +49,6 @@ def _init_container(component, env, mounts, security):
             'securityContext': security, 'volumeMounts': mounts}
 
 
-
-
 class Validator(skeleton.Operand):
     """The Operator's state-operator-validation."""
     fields = dict(skeleton.IMAGE_FIELDS, args='strlist', env='env', hostNetwork='bool')
