@@ -1,4 +1,4 @@
-"""The container toolkit role installs its packages on dnf nodes, and uninstall.yml removes what it installed there.
+"""The container toolkit role installs its packages with APT and dnf, and uninstall.yml removes what it installed there.
 
 What is real and what is not: each node is a bookworm lab container (PID 1 `sleep infinity`, no systemd) dressed as
 another distribution (package_managers/SOURCE.md): the release files of Rocky Linux 8.3, Fedora 31 or openSUSE Leap 15.1
@@ -8,9 +8,13 @@ zypper; the test checks the node's facts first. The role's tasks, the repository
 writes, the role's record and uninstall.yml are real; the dnf and dnf5 modules that ansible.builtin.package hands the
 work to are test doubles that record what they were asked to install or remove. No package is downloaded or installed.
 
+One node is the bookworm lab container as it is (Debian, APT), without python3-debian, as minimal images are: the role
+writes NVIDIA's APT source and key as plain files, with the key from a file:// URL the test lays out on the node (the
+apt module is the double, so APT never reads that key: its content is a stand-in, not NVIDIA's key).
+
 The nodes lack the toolkit and python3-tomlkit, as the role's detect step (container_runtime_info) reports them: Rocky
-gets NVIDIA's repository (the role's default), Fedora a mirror its inventory names, openSUSE stops the role with the
-packages to install another way.
+gets NVIDIA's repository (the role's default), Fedora a mirror its inventory names, Debian a mirror with its key,
+openSUSE stops the role with the packages to install another way.
 """
 import concurrent.futures
 import configparser
@@ -28,24 +32,32 @@ from tests.lab.labtest import ANSIBLE_PLAYBOOK, playbook_environment
 HERE = REPO / 'tests' / 'lab' / 'package_managers'
 REPO_FILE = '/etc/yum.repos.d/nvidia-container-toolkit.repo'
 APT_SOURCES = '/etc/apt/sources.list.d/nvidia-container-toolkit.sources'
+APT_KEY = '/usr/share/keyrings/nvidia-container-toolkit.asc'
+APT_MIRROR = 'file:///srv/mirror/nvidia-container-toolkit/deb/$(ARCH)'
+KEY_SOURCE = '/srv/mirror/nvidia-container-toolkit/gpgkey'
+KEY = 'a stand-in for the repository key: the apt module is a test double here and APT never reads it\n'
 RECORD = '/var/lib/gpuops/container_toolkit-python3-tomlkit'
 CALLS = '/var/lib/gpuops-lab/package-calls.jsonl'
 MIRROR = 'file:///srv/mirror/nvidia-container-toolkit/rpm/$basearch'
 # The support matrix rows this module proves (tools/support_matrix.py collects them into the README): the container
 # toolkit's package install and its removal only; no runtime is configured here.
 SUPPORT_MATRIX = [
+    {'os': 'Debian (APT), without python3-debian', 'runtime': 'any', 'distribution': 'any', 'evidence': 'tested with captured or simulated parts',
+     'how': "toolkit packages, NVIDIA's APT source and its key installed and removed; a bookworm lab container, apt a test double",
+     'test': ('tests/lab/test_node_packages.py::'
+              'test_the_role_installs_with_apt_and_dnf_and_uninstall_removes_what_it_installed')},
     {'os': 'RHEL family 8 (dnf)', 'runtime': 'any', 'distribution': 'any', 'evidence': 'tested with captured or simulated parts',
      'how': 'toolkit packages and repository installed and removed; a lab container dressed as Rocky 8.3, dnf a test double',
-     'test': ('tests/lab/test_dnf_node_packages.py::'
-              'test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed')},
+     'test': ('tests/lab/test_node_packages.py::'
+              'test_the_role_installs_with_apt_and_dnf_and_uninstall_removes_what_it_installed')},
     {'os': 'Fedora (dnf5)', 'runtime': 'any', 'distribution': 'any', 'evidence': 'tested with captured or simulated parts',
      'how': 'toolkit packages from a mirror installed and removed; a lab container dressed as Fedora, dnf5 a test double',
-     'test': ('tests/lab/test_dnf_node_packages.py::'
-              'test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed')},
+     'test': ('tests/lab/test_node_packages.py::'
+              'test_the_role_installs_with_apt_and_dnf_and_uninstall_removes_what_it_installed')},
     {'os': 'openSUSE (zypper)', 'runtime': 'any', 'distribution': 'any', 'evidence': 'not supported',
      'how': 'the role fails naming the packages to install another way, writing nothing',
-     'test': ('tests/lab/test_dnf_node_packages.py::'
-              'test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed')},
+     'test': ('tests/lab/test_node_packages.py::'
+              'test_the_role_installs_with_apt_and_dnf_and_uninstall_removes_what_it_installed')},
 ]
 # node -> (ansible's distribution fixture, the package manager the node has: path -> a link's target, or None for the
 # stub program, the pkg_mgr fact that makes)
@@ -53,6 +65,7 @@ NODES = {
     'gpuops-pm-rocky': ('rockylinux_8_3.json', {'/usr/bin/dnf-3': None, '/usr/bin/dnf': 'dnf-3'}, 'dnf'),
     'gpuops-pm-fedora': ('fedora_31.json', {'/usr/bin/dnf5': None, '/usr/bin/dnf': 'dnf5'}, 'dnf5'),
     'gpuops-pm-leap': ('opensuse_leap_15.1.json', {'/usr/bin/zypper': None}, 'zypper'),
+    'gpuops-pm-debian': (None, {}, 'apt'),  # not dressed: the lab's bookworm
 }
 STUB = '#!/bin/sh\necho "$0: a lab node dressed as another distribution; its package manager is never run" >&2\nexit 1\n'
 INSTALL = [{'hosts': 'gpu_nodes', 'gather_facts': False, 'tasks': [{
@@ -67,9 +80,14 @@ def on_node(node, *argv):
 
 
 def dress(node, fixture, programs, _pkg_mgr):
-    """Start `node` from the bookworm lab image and lay out the distribution's release files and package manager."""
+    """Start `node` from the bookworm lab image and lay out the distribution's release files and package manager (none
+    for the Debian node: it gets the key its inventory's mirror names)."""
     subprocess.run(['podman', 'run', '--detach', '--rm', '--name', node, '--hostname', node, '--label', f'{labctl.LABEL}=1',
                     '--systemd=false', labctl.alias_tag('bookworm'), *labctl.NO_SYSTEMD_INIT], check=True, capture_output=True, timeout=120)
+    if fixture is None:
+        subprocess.run(['podman', 'exec', '-i', node, 'sh', '-ec', f'mkdir -p {KEY_SOURCE.rsplit("/", 1)[0]}; cat > {KEY_SOURCE}'],
+                       input=KEY, text=True, check=True, capture_output=True, timeout=60)
+        return
     files = json.loads((HERE / fixture).read_text())['input']
     files.update((path, STUB) for path, target in programs.items() if target is None)
     script = ['rm -f /etc/os-release /usr/lib/os-release /etc/debian_version', 'mkdir -p /etc/yum.repos.d']
@@ -94,6 +112,8 @@ def fixture_nodes(tmp_path):
             'vars': {'ansible_connection': 'containers.podman.podman', 'ansible_python_interpreter': '/usr/bin/python3',
                      'ansible_remote_tmp': '/root/.ansible/tmp'},
             'hosts': {'gpuops-pm-rocky': {}, 'gpuops-pm-leap': {},
+                      'gpuops-pm-debian': {'container_toolkit_repository_url': APT_MIRROR,
+                                           'container_toolkit_repository_key_url': 'file://' + KEY_SOURCE},
                       # A mirror of NVIDIA's repository without the metadata's signature.
                       'gpuops-pm-fedora': {'container_toolkit_yum_repository': {'baseurl': MIRROR, 'repo_gpgcheck': False}}}}}}}
         (tmp_path / 'hosts.yml').write_text(yaml.safe_dump(inventory))
@@ -126,7 +146,7 @@ def repository(node):
     return {name: dict(parser[name]) for name in parser.sections()}
 
 
-def test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed(nodes, tmp_path):
+def test_the_role_installs_with_apt_and_dnf_and_uninstall_removes_what_it_installed(nodes, tmp_path):
     # The dressed nodes are what ansible's fixtures expect of each distribution, with its package manager.
     facts = subprocess.run([str(Path(ANSIBLE_PLAYBOOK).with_name('ansible')), 'gpu_nodes', '-i', str(nodes), '-m', 'setup', '-a',
                             'gather_subset=!all,!min,distribution,pkg_mgr', '--one-line'], capture_output=True, text=True, check=False,
@@ -136,7 +156,7 @@ def test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed(node
         node, found = line.split(' | SUCCESS => ', 1)
         found = json.loads(found)['ansible_facts']
         fixture, _programs, pkg_mgr = NODES[node]
-        expected = json.loads((HERE / fixture).read_text())['result']
+        expected = json.loads((HERE / fixture).read_text())['result'] if fixture else {'distribution': 'Debian', 'os_family': 'Debian'}
         assert {key: found['ansible_' + key] for key in ('distribution', 'os_family', 'pkg_mgr')} == \
             {'distribution': expected['distribution'], 'os_family': expected['os_family'], 'pkg_mgr': pkg_mgr}, node
 
@@ -144,8 +164,9 @@ def test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed(node
     rc, out = playbook(tmp_path, nodes, tmp_path / 'install.yml')
     words = ' '.join(out.split())
     assert rc == 2, out[-6000:]
-    for node in NODES:
+    for node in set(NODES) - {'gpuops-pm-debian'}:
         assert on_node(node, 'test', '-e', APT_SOURCES).returncode == 1, f'{node}: an APT repository on a node without APT'
+
 
     # Rocky Linux 8: dnf, NVIDIA's repository as NVIDIA's own file describes it (only the description differs).
     nvidia = configparser.RawConfigParser()
@@ -157,6 +178,13 @@ def test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed(node
                {'manager': 'dnf', 'name': ['nvidia-container-toolkit'], 'state': 'present', 'update_cache': True}]
     assert calls('gpuops-pm-rocky') == install
     assert on_node('gpuops-pm-rocky', 'cat', RECORD).stdout == 'python3-tomlkit\n'
+
+    # Debian without python3-debian: NVIDIA's source and its key as plain files, the packages through APT.
+    assert on_node('gpuops-pm-debian', 'python3', '-c', 'import debian').returncode == 1, 'the node must lack python3-debian'
+    assert on_node('gpuops-pm-debian', 'cat', APT_SOURCES).stdout == (
+        f'Types: deb\nURIs: {APT_MIRROR}\nSuites: /\nSigned-By: {APT_KEY}\n'), out[-6000:]
+    assert on_node('gpuops-pm-debian', 'cat', APT_KEY).stdout == KEY
+    assert calls('gpuops-pm-debian') == [dict(call, manager='apt') for call in install]
 
     # Fedora with dnf5: the mirror the inventory names, as it says (no key, metadata unchecked), packages unchecked as by
     # default.
@@ -174,8 +202,9 @@ def test_the_role_installs_with_dnf_and_uninstall_removes_what_it_installed(node
     # where its record says so; nothing on the node where the role installed nothing.
     rc, out = playbook(tmp_path, nodes, 'playbooks/uninstall.yml', '--tags', 'toolkit')
     assert rc == 0, out[-6000:]
-    for node, manager in (('gpuops-pm-rocky', 'dnf'), ('gpuops-pm-fedora', 'dnf5')):
+    for node, manager in (('gpuops-pm-rocky', 'dnf'), ('gpuops-pm-fedora', 'dnf5'), ('gpuops-pm-debian', 'apt')):
         assert calls(node)[2:] == [{'manager': manager, 'name': ['nvidia-container-toolkit'], 'state': 'absent', 'update_cache': False},
                                    {'manager': manager, 'name': ['python3-tomlkit'], 'state': 'absent', 'update_cache': False}]
         assert repository(node) is None and on_node(node, 'test', '-e', RECORD).returncode == 1
+    assert [on_node('gpuops-pm-debian', 'test', '-e', path).returncode for path in (APT_SOURCES, APT_KEY)] == [1, 1]
     assert calls('gpuops-pm-leap') == []
