@@ -11,6 +11,7 @@ __metaclass__ = type
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import policy_status
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import validation
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.filters import checked
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.plain_data import plain
 
 
 def plugin_validation_pods(capacity_results, namespace, rendered):
@@ -53,10 +54,16 @@ def validation_failures(results, hosts, hostvars):
     return checked(validation.failures)(results, {host: gpu_node_name(host, hostvars) for host in hosts or []})
 
 
+def computed_node_labels(hosts, hostvars):
+    """{Node name: the labels the node labels stage computed for the host (gpu_node_labels_computed)} of the hosts that have them."""
+    return dict((gpu_node_name(host, hostvars), plain(hostvars[host]['gpu_node_labels_computed'], 'gpu_node_labels_computed'))
+                for host in hosts or [] if 'gpu_node_labels_computed' in hostvars[host])
+
+
 class FilterModule(object):
     """cluster_validator, validation_targets, plugin_validation_pods, validation_report, cluster_policy_outcome,
     validation_pods_on, validation_records, recorded_cluster_policy_outcome,
-    gpu_node_name, stopped_gpu_nodes, nodes_not_ended and validation_failures."""
+    gpu_node_name, stopped_gpu_nodes, nodes_not_ended, computed_node_labels and validation_failures."""
 
     def filters(self):
         return {
@@ -71,5 +78,6 @@ class FilterModule(object):
             'gpu_node_name': gpu_node_name,
             'stopped_gpu_nodes': stopped_gpu_nodes,
             'nodes_not_ended': nodes_not_ended,
+            'computed_node_labels': computed_node_labels,
             'validation_failures': validation_failures,
         }

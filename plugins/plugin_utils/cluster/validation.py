@@ -68,16 +68,20 @@ SCOPES = ('cluster', 'inventory')
 STOPPED = 'stopped'  # the state of a record of a node whose stage failed (it was not validated)
 
 
-def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_plugin_config=None, scope='cluster'):
+def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_plugin_config=None, scope='cluster', node_labels=None):
     """The nodes to validate: with scope `cluster`, every Node matching `selector` (default nvidia.com/gpu.present=true)
     and every node of the run; with scope `inventory`, the nodes of the run only (a slice of an AWX sliced job leaves the
     other slices' nodes to them).
 
-    Each is {node, exists, skip (why it is not validated, or ''), resources}. A node labelled
+    Each is {node, exists, skip (why it is not validated, or ''), resources, computed ({resource: {gpu_count, replicas}} from
+    `node_labels` where the Node lacks the labels)}. A node labelled
     nvidia.com/gpu.deploy.operator-validator=false or nvidia.com/gpu.deploy.operands=false is skipped, as the Operator's
     DaemonSet skips it.
     device_plugin_config: the ClusterPolicy's devicePlugin.config ({name, default, data}); each node runs the config its
     label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (contract.selected_config).
+    node_labels: {Node name: the labels the node labels stage computed for it}; a label the Node does not carry yet is taken
+    from there (GFD's, which the stage leaves to GFD's Pods where NFD runs: they may not have published them yet), the
+    Node's own win.
     """
     selector = selector if selector is not None else {contract.PRESENT: 'true'}
     spec = device_plugin_config or {}
@@ -91,16 +95,28 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
     found = []
     for name in chosen:
         node = by_name.get(name)
-        labels = ((node or {}).get('metadata') or {}).get('labels') or {}
+        own = ((node or {}).get('metadata') or {}).get('labels') or {}
+        computed = (node_labels or {}).get(name) or {}
+        labels = dict(computed, **own)
         skip = ''
         if labels.get(DEPLOY_LABEL) == 'false':
             skip = 'the Node is labelled %s=false' % DEPLOY_LABEL
         elif contract.operands_disabled(labels):
             skip = 'the Node is labelled %s=false' % contract.OPERANDS
-        found.append({'node': name, 'exists': node is not None, 'skip': skip,
-                      'resources': contract.gpu_resources(labels, mig_strategy, available.get(
-                          contract.selected_config(spec, labels.get(contract.DEVICE_PLUGIN_CONFIG))))
-                      if node is not None else []})
+        resources = contract.gpu_resources(labels, mig_strategy, available.get(
+            contract.selected_config(spec, labels.get(contract.DEVICE_PLUGIN_CONFIG)))) if node is not None else []
+        found.append({'node': name, 'exists': node is not None, 'skip': skip, 'resources': resources,
+                      'computed': dict((resource, _computed_counts(resource, computed, own)) for resource in resources)})
+    return found
+
+
+def _computed_counts(resource, computed, own):
+    """{gpu_count, replicas} of `resource` from the computed labels where the Node lacks its own (None otherwise): the
+    capacity check takes them as options, else it reads the Node's labels."""
+    found = {}
+    for option, attribute in (('gpu_count', 'count'), ('replicas', 'replicas')):
+        key = contract.resource_label(contract.unshared(resource), attribute)
+        found[option] = int(computed[key]) if key in computed and key not in own else None
     return found
 
 

@@ -232,6 +232,19 @@ def test_targets():
     assert [t['node'] for t in v.targets(nodes, selector={'nvidia.com/gpu.count': '1'})] == ['a', 'b', 'off']
 
 
+def test_targets_take_the_computed_labels_a_node_lacks():
+    """GFD's count label, left to GFD's Pods where NFD runs, may not be on the Node yet: the run's computed labels give it;
+    the Node's own win."""
+    bare = {'metadata': {'name': 'a', 'labels': {'nvidia.com/gpu.present': 'true'}}}
+    computed = {'a': {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.count': '8', 'nvidia.com/gpu.replicas': '1'},
+                'b': {'nvidia.com/gpu.count': '8'}}
+    found = v.targets([bare, node('b')], node_labels=computed)
+    assert [(t['node'], t['resources'], t['computed']) for t in found] == [
+        ('a', ['nvidia.com/gpu'], {'nvidia.com/gpu': {'gpu_count': 8, 'replicas': 1}}),
+        ('b', ['nvidia.com/gpu'], {'nvidia.com/gpu': {'gpu_count': None, 'replicas': None}})]
+    assert v.targets([bare])[0]['computed'] == {'nvidia.com/gpu': {'gpu_count': None, 'replicas': None}}
+
+
 def test_targets_follow_the_config_each_node_runs():
     """The ClusterPolicy's devicePlugin.config: a node runs the config its label names, else the default (config-manager)."""
     config = {'name': 'plugin-configs', 'default': 'shared', 'data': {'shared': TIME_SLICED, 'whole': 'version: v1\n'}}
