@@ -121,6 +121,26 @@ def test_a_deploy_value_the_module_set_follows_the_node(kube_api, node, capsys, 
     assert 'nvidia.com/gpu.deploy.driver' not in node_meta(core, name)[0]
 
 
+def test_the_workload_the_node_is_labelled_with_decides_its_deploy_labels(kube_api, node, capsys, monkeypatch):
+    """sandboxWorkloads.enabled: the admin's nvidia.com/gpu.workload.config on the Node decides the state labels, read where
+    they are applied (SOURCE: GPU Operator v26.7.0 controllers/state_manager.go gpuStateLabels); off, every node is a
+    container node."""
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    sandbox = {'enabled': True, 'defaultWorkload': 'container', 'mode': 'kubevirt'}
+    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.workload.config': 'vm-passthrough'}}})
+    first = run(capsys, monkeypatch, 't4', node_name=name, sandbox_workloads=sandbox, **auth)
+    labels = node_meta(core, name)[0]
+    deploy = sorted(key for key in labels if key.startswith('nvidia.com/gpu.deploy.'))
+    assert first['workload'] == 'vm-passthrough' and deploy == ['nvidia.com/gpu.deploy.' + key for key in (
+        'cc-manager', 'client', 'kata-manager', 'sandbox-device-plugin', 'sandbox-validator', 'vfio-manager')]
+    assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.workload.config'] == 'vm-passthrough'
+    back = run(capsys, monkeypatch, 't4', node_name=name, **auth)
+    labels = node_meta(core, name)[0]
+    assert back['workload'] == 'container' and 'nvidia.com/gpu.deploy.vfio-manager' in back['removed']
+    assert labels['nvidia.com/gpu.deploy.device-plugin'] == 'true' and 'nvidia.com/gpu.deploy.sandbox-validator' not in labels
+
+
 @pytest.mark.parametrize('state', ['absent', 'present'])
 def test_a_damaged_ownership_annotation_touches_nothing(kube_api, node, capsys, monkeypatch, state):
     """Issue #28 item 8: with the record of the labels it set unreadable, absent removed none and dropped the record,
