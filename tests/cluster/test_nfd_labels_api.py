@@ -267,6 +267,21 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
     assert OWNED_ANNOTATION not in annotations
 
 
+def test_role_gives_the_node_the_deploy_labels_of_its_workload(kube_api, node, tmp_path):
+    """gpu_operator_policy.sandboxWorkloads as an inventory gives it: with enabled and defaultWorkload vm-passthrough, a Node
+    without nvidia.com/gpu.workload.config gets the vm-passthrough state labels (SOURCE: GPU Operator v26.7.0
+    controllers/state_manager.go gpuStateLabels, getWorkloadConfig); the admin's label vm-vgpu then changes them."""
+    name, core = node
+    sandbox = {'sandboxWorkloads': {'enabled': True, 'defaultWorkload': 'vm-passthrough'}}
+    assert run_role(kube_api, tmp_path, name, gpu_operator_policy=sandbox) == 1
+    labels = node_meta(core, name)[0]
+    assert labels['nvidia.com/gpu.deploy.vfio-manager'] == 'true' and 'nvidia.com/gpu.deploy.device-plugin' not in labels
+    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.workload.config': 'vm-vgpu'}}})
+    assert run_role(kube_api, tmp_path, name, gpu_operator_policy=sandbox) == 1
+    labels = node_meta(core, name)[0]
+    assert labels['nvidia.com/gpu.deploy.vgpu-device-manager'] == 'true' and 'nvidia.com/gpu.deploy.vfio-manager' not in labels
+
+
 def test_role_leaves_feature_labels_to_nfd(kube_api, node, tmp_path):
     """nfd.enabled (gpu_operator_nfd, the chart's nfd values, as an inventory gives them): NFD sets its own feature.node
     labels, the role feeds it the GFD labels through features.d and applies the rest; with the ClusterPolicy's gfd.enabled
