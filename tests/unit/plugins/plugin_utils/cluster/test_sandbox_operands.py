@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, policy, registry
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, policy, registry, vgpu_profiles
 
 SAMPLE_FILE = Path(__file__).resolve().parents[5] / 'tests' / 'fixtures' / 'gpu-operator' / 'v1_clusterpolicy.yaml'
 
@@ -113,3 +113,14 @@ def test_the_driver_manager_image_follows_the_mirror():
     assert resolved['vfioManager']['driverManager']['repository'] == 'registry.local:5000/nvidia/cloud-native'
     given = registry.resolution({'vfioManager': {'driverManager': {'repository': 'mine.local/x'}}}, 'registry.local:5000/nvidia')['spec']
     assert given['vfioManager']['driverManager']['repository'] == 'mine.local/x'
+
+
+def test_the_default_vgpu_configs_are_the_operators():
+    """default-vgpu-devices-config as the Operator ships it (tests/fixtures/gpu-operator/vgpu-device-manager-configmap.yaml,
+    NVIDIA's file unchanged): the same configs in the same order, rendered into the ConfigMap the vGPU device manager reads."""
+    shipped = yaml.safe_load((SAMPLE_FILE.parent / 'vgpu-device-manager-configmap.yaml').read_text())
+    expected = yaml.safe_load(shipped['data']['config.yaml'])
+    assert vgpu_profiles.default_config() == expected and list(vgpu_profiles.default_config()['vgpu-configs']) == list(expected['vgpu-configs'])
+    _present, _absent, rendered = daemonsets({'sandboxWorkloads': {'enabled': True}})
+    made = next(obj for obj in rendered['present'] if obj['kind'] == 'ConfigMap' and obj['metadata']['name'] == shipped['metadata']['name'])
+    assert yaml.safe_load(made['data']['config.yaml']) == expected
