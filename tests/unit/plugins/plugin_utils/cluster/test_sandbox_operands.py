@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, policy, registry, vgpu_profiles
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import images, policy, registry, validation, vgpu_profiles
 
 SAMPLE_FILE = Path(__file__).resolve().parents[5] / 'tests' / 'fixtures' / 'gpu-operator' / 'v1_clusterpolicy.yaml'
 
@@ -124,3 +124,14 @@ def test_the_default_vgpu_configs_are_the_operators():
     _present, _absent, rendered = daemonsets({'sandboxWorkloads': {'enabled': True}})
     made = next(obj for obj in rendered['present'] if obj['kind'] == 'ConfigMap' and obj['metadata']['name'] == shipped['metadata']['name'])
     assert yaml.safe_load(made['data']['config.yaml']) == expected
+
+
+def test_a_vm_node_is_left_to_the_sandbox_validator():
+    """The validation stage validates what the Operator's validator would: not a node whose workload is VMs (it has the
+    sandbox-validator deploy label, not operator-validator's); a container node still is."""
+    vm = {'metadata': {'name': 'vm-1', 'labels': {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.workload.config': 'vm-passthrough',
+                                                  'nvidia.com/gpu.deploy.sandbox-validator': 'true'}}}
+    box = {'metadata': {'name': 'gpu-1', 'labels': {'nvidia.com/gpu.present': 'true', 'nvidia.com/gpu.deploy.operator-validator': 'true',
+                                                    'nvidia.com/gpu.count': '1'}}}
+    found = dict((item['node'], item['skip']) for item in validation.targets([vm, box]))
+    assert found == {'gpu-1': '', 'vm-1': 'the Node runs VMs (workload vm-passthrough): the sandbox validator validates it'}
