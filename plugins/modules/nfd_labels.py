@@ -151,6 +151,32 @@ options:
         nvidia_driver reports it in C(deploy_driver_label) once the driver is in place; so the label is right before
         the driver stage runs.
     type: dict
+  sandbox_workloads:
+    description:
+      - The ClusterPolicy's C(sandboxWorkloads), used where the labels are applied to the Node (O(apply) or O(nodes)).
+      - "With O(sandbox_workloads.enabled), the deploy labels are those of the Node's workload, as the GPU Operator gives them:
+        the Node label C(nvidia.com/gpu.workload.config) (V(container), V(vm-passthrough) or V(vm-vgpu); the admin's, never
+        set here), else O(sandbox_workloads.defaultWorkload). A V(vm-passthrough) node gets C(sandbox-device-plugin)
+        (C(kata-sandbox-device-plugin) with O(sandbox_workloads.mode=kata)), C(sandbox-validator), C(vfio-manager),
+        C(kata-manager), C(cc-manager) and C(client); a V(vm-vgpu) node C(sandbox-device-plugin), C(vgpu-manager),
+        C(vgpu-device-manager), C(sandbox-validator), C(cc-manager) and C(client); the container ones it had of this
+        module are removed."
+    type: dict
+    suboptions:
+      enabled:
+        description: C(sandboxWorkloads.enabled); false makes every node a container node.
+        type: bool
+        default: false
+      defaultWorkload:
+        description: The workload of a Node without a valid C(nvidia.com/gpu.workload.config) label.
+        type: str
+        default: container
+        choices: [container, vm-passthrough, vm-vgpu]
+      mode:
+        description: C(sandboxWorkloads.mode), the device plugin of V(vm-passthrough) nodes (KubeVirt's or Kata's).
+        type: str
+        default: kubevirt
+        choices: [kubevirt, kata]
   driver_record_file:
     description:
       - The record M(gpuops.gpu_operator.nvidia_driver) keeps of what it installed (its O(gpuops.gpu_operator.nvidia_driver#module:record_file)).
@@ -257,6 +283,13 @@ removed:
   type: list
   elements: str
   sample: [nvidia.com/mig.strategy]
+workload:
+  description:
+    - The workload of the Node labelled with O(apply) (V(container), V(vm-passthrough) or V(vm-vgpu); see
+      O(sandbox_workloads)); null when no Node was labelled. With O(nodes), each Node's is in RV(nodes).
+  returned: always
+  type: str
+  sample: container
 node_name:
   description: The Node labelled, or null.
   returned: always
@@ -290,7 +323,7 @@ nodes:
   returned: always
   type: dict
   sample: {"gpu-node-1": {"changed": false, "failed": false, "labels": {"nvidia.com/gpu.present": "true"}, "added": [], "updated": [],
-                          "removed": []}}
+                          "removed": [], "workload": "container"}}
 failed_nodes:
   description: With O(nodes), the Nodes that could not be labelled (their message is in RV(nodes)).
   returned: always

@@ -121,6 +121,26 @@ def test_a_deploy_value_the_module_set_follows_the_node(kube_api, node, capsys, 
     assert 'nvidia.com/gpu.deploy.driver' not in node_meta(core, name)[0]
 
 
+def test_the_workload_the_node_is_labelled_with_decides_its_deploy_labels(kube_api, node, capsys, monkeypatch):
+    """sandboxWorkloads.enabled: the admin's nvidia.com/gpu.workload.config on the Node decides the state labels, read where
+    they are applied (SOURCE: GPU Operator v26.7.0 controllers/state_manager.go gpuStateLabels); off, every node is a
+    container node."""
+    name, core = node
+    auth = {'kubeconfig': kube_api.kubeconfig}
+    sandbox = {'enabled': True, 'defaultWorkload': 'container', 'mode': 'kubevirt'}
+    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.workload.config': 'vm-passthrough'}}})
+    first = run(capsys, monkeypatch, 't4', node_name=name, sandbox_workloads=sandbox, **auth)
+    labels = node_meta(core, name)[0]
+    deploy = sorted(key for key in labels if key.startswith('nvidia.com/gpu.deploy.'))
+    assert first['workload'] == 'vm-passthrough' and deploy == ['nvidia.com/gpu.deploy.' + key for key in (
+        'cc-manager', 'client', 'kata-manager', 'sandbox-device-plugin', 'sandbox-validator', 'vfio-manager')]
+    assert labels['nvidia.com/gpu.product'] == 'Tesla-T4' and labels['nvidia.com/gpu.workload.config'] == 'vm-passthrough'
+    back = run(capsys, monkeypatch, 't4', node_name=name, **auth)
+    labels = node_meta(core, name)[0]
+    assert back['workload'] == 'container' and 'nvidia.com/gpu.deploy.vfio-manager' in back['removed']
+    assert labels['nvidia.com/gpu.deploy.device-plugin'] == 'true' and 'nvidia.com/gpu.deploy.sandbox-validator' not in labels
+
+
 @pytest.mark.parametrize('state', ['absent', 'present'])
 def test_a_damaged_ownership_annotation_touches_nothing(kube_api, node, capsys, monkeypatch, state):
     """Issue #28 item 8: with the record of the labels it set unreadable, absent removed none and dropped the record,
@@ -245,6 +265,21 @@ def test_role_labels_the_node_idempotently_and_removes_its_labels(kube_api, node
     labels, annotations = node_meta(core, name)[:2]
     assert not any(key.startswith(('nvidia.com/', 'feature.node.kubernetes.io/pci-')) for key in labels) and labels['gpuops.test/foreign'] == 'keep-me'
     assert OWNED_ANNOTATION not in annotations
+
+
+def test_role_gives_the_node_the_deploy_labels_of_its_workload(kube_api, node, tmp_path):
+    """gpu_operator_policy.sandboxWorkloads as an inventory gives it: with enabled and defaultWorkload vm-passthrough, a Node
+    without nvidia.com/gpu.workload.config gets the vm-passthrough state labels (SOURCE: GPU Operator v26.7.0
+    controllers/state_manager.go gpuStateLabels, getWorkloadConfig); the admin's label vm-vgpu then changes them."""
+    name, core = node
+    sandbox = {'sandboxWorkloads': {'enabled': True, 'defaultWorkload': 'vm-passthrough'}}
+    assert run_role(kube_api, tmp_path, name, gpu_operator_policy=sandbox) == 1
+    labels = node_meta(core, name)[0]
+    assert labels['nvidia.com/gpu.deploy.vfio-manager'] == 'true' and 'nvidia.com/gpu.deploy.device-plugin' not in labels
+    core.patch_node(name, {'metadata': {'labels': {'nvidia.com/gpu.workload.config': 'vm-vgpu'}}})
+    assert run_role(kube_api, tmp_path, name, gpu_operator_policy=sandbox) == 1
+    labels = node_meta(core, name)[0]
+    assert labels['nvidia.com/gpu.deploy.vgpu-device-manager'] == 'true' and 'nvidia.com/gpu.deploy.vfio-manager' not in labels
 
 
 def test_role_leaves_feature_labels_to_nfd(kube_api, node, tmp_path):

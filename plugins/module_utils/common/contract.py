@@ -65,8 +65,61 @@ DEVICE_PLUGIN_CONFIG = 'nvidia.com/device-plugin.config'
 CHOICES = (MIG_CONFIG, DEVICE_PLUGIN_CONFIG)
 
 
+# --- the node's workload (the ClusterPolicy's sandboxWorkloads) --------------------------------------
+
+# The Node label that says what a GPU node runs when sandboxWorkloads.enabled: containers, VMs with whole GPUs (vfio-pci) or
+# VMs with vGPUs; without it (or with another value) a node runs sandboxWorkloads.defaultWorkload. The admin's, never written
+# here (GPU Operator v26.7.0 controllers/state_manager.go, gpuWorkloadConfigLabelKey).
+WORKLOAD_CONFIG = 'nvidia.com/gpu.workload.config'
+CONTAINER, VM_PASSTHROUGH, VM_VGPU = 'container', 'vm-passthrough', 'vm-vgpu'
+WORKLOADS = (CONTAINER, VM_PASSTHROUGH, VM_VGPU)
+# sandboxWorkloads.mode: KubeVirt's device plugin, or Kata's on vm-passthrough nodes.
+KUBEVIRT, KATA = 'kubevirt', 'kata'
+SANDBOX_MODES = (KUBEVIRT, KATA)
+SANDBOX_DEVICE_PLUGIN_COMPONENT = 'sandbox-device-plugin'
+KATA_DEVICE_PLUGIN_COMPONENT = 'kata-sandbox-device-plugin'
+# The state labels of each workload (the Operator's gpuStateLabels); the container ones are DEPLOY_COMPONENTS.
+WORKLOAD_COMPONENTS = {
+    CONTAINER: DEPLOY_COMPONENTS,
+    VM_PASSTHROUGH: (SANDBOX_DEVICE_PLUGIN_COMPONENT, 'sandbox-validator', 'vfio-manager', 'kata-manager', 'cc-manager', 'client'),
+    VM_VGPU: (SANDBOX_DEVICE_PLUGIN_COMPONENT, 'vgpu-manager', 'vgpu-device-manager', 'sandbox-validator', 'cc-manager', 'client'),
+}
+# Every state label a workload may give a node (a node of another workload loses those it had of ours).
+STATE_COMPONENTS = tuple(sorted(set(sum(WORKLOAD_COMPONENTS.values(), ())) | {MIG_MANAGER_COMPONENT, KATA_DEVICE_PLUGIN_COMPONENT}))
+SANDBOX_DEFAULTS = {'enabled': False, 'defaultWorkload': CONTAINER, 'mode': KUBEVIRT}
+
+
+def workload_config(labels, sandbox=None):
+    """(the node's workload, why not the one its label names or None), as the Operator's getWorkloadConfig reads it: container
+    unless `sandbox` (the ClusterPolicy's sandboxWorkloads) is enabled; then the Node's WORKLOAD_CONFIG label, else (none, or
+    not one of WORKLOADS) sandboxWorkloads.defaultWorkload (container when that is not one of them either)."""
+    sandbox = dict(SANDBOX_DEFAULTS, **(sandbox or {}))
+    if not sandbox['enabled']:
+        return CONTAINER, None
+    default = sandbox['defaultWorkload'] if sandbox['defaultWorkload'] in WORKLOADS else CONTAINER
+    found = (labels or {}).get(WORKLOAD_CONFIG)
+    if found in WORKLOADS:
+        return found, None
+    if found is None:
+        return default, None
+    return default, 'the Node label %s=%s is not one of %s: the node runs the default workload %s' % (
+        WORKLOAD_CONFIG, found, ', '.join(WORKLOADS), default)
+
+
+def workload_components(workload, mode=KUBEVIRT, mig_capable=False):
+    """The components whose state labels a node of `workload` gets (getEffectiveStateLabels, addGPUStateLabels): with
+    sandboxWorkloads.mode kata a vm-passthrough node gets Kata's device plugin instead of KubeVirt's; the MIG manager's only a
+    MIG-capable container node."""
+    components = list(WORKLOAD_COMPONENTS[workload])
+    if workload == VM_PASSTHROUGH and mode == KATA:
+        components[components.index(SANDBOX_DEVICE_PLUGIN_COMPONENT)] = KATA_DEVICE_PLUGIN_COMPONENT
+    if workload == CONTAINER and mig_capable:
+        components.append(MIG_MANAGER_COMPONENT)
+    return components
+
+
 def deploy_label(component):
-    """nvidia.com/gpu.deploy.<component> (one of DEPLOY_COMPONENTS or MIG_MANAGER_COMPONENT)."""
+    """nvidia.com/gpu.deploy.<component> (one of STATE_COMPONENTS)."""
     return DEPLOY + component
 
 

@@ -14,7 +14,7 @@ import platform
 from ansible.module_utils.common.text.converters import to_bytes
 from ansible.module_utils.facts.system.distribution import Distribution
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract, files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
@@ -42,6 +42,11 @@ def argument_spec():
             rename_by_default=dict(type='bool', default=False),
         )),
         deploy=dict(type='dict'),
+        sandbox_workloads=dict(type='dict', options=dict(
+            enabled=dict(type='bool', default=False),
+            defaultWorkload=dict(type='str', default=contract.CONTAINER, choices=list(contract.WORKLOADS)),
+            mode=dict(type='str', default=contract.KUBEVIRT, choices=list(contract.SANDBOX_MODES)),
+        )),
         driver_record_file=dict(type='path', default=driver_state.RECORD_FILE),
         extra_labels=dict(type='dict'),
         mig_config=dict(type='str', default=''),
@@ -108,7 +113,7 @@ def host_facts(module):
 
 def empty_result(params):
     """Every RETURN key, before anything is known."""
-    return dict(changed=False, labels={}, added=[], updated=[], removed=[], node_name=params['node_name'], discovery=None,
+    return dict(changed=False, labels={}, added=[], updated=[], removed=[], workload=None, node_name=params['node_name'], discovery=None,
                 gpu_present=None, features_d=None, nodes={}, failed_nodes=[])
 
 
@@ -129,12 +134,15 @@ def apply_many(module, result):
     if duplicates:
         raise nfd_label_rules.LabelError('nodes: each Node once; given more than once: %s' % ', '.join(duplicates))
     diff = []
-    applied = nfd_node_labels.apply_many(k8s_client.connect(module), requested, params['state'], module.check_mode)
+    applied = nfd_node_labels.apply_many(k8s_client.connect(module), requested, params['state'], module.check_mode, params['sandbox_workloads'])
     for name, _labels in requested:
         outcome = applied[name]
         plan = outcome['plan']
         entry = dict(changed=outcome['changed'], labels=dict(requested)[name], added=plan['added'] if plan else [],
-                     updated=plan['updated'] if plan else [], removed=plan['removed'] if plan else [], failed=outcome['error'] is not None)
+                     updated=plan['updated'] if plan else [], removed=plan['removed'] if plan else [], failed=outcome['error'] is not None,
+                     workload=plan['workload'] if plan else None)
+        if plan and plan['warning']:
+            module.warn('Node %s: %s' % (name, plan['warning']))
         if outcome['error']:
             entry['msg'] = outcome['error']
             result['failed_nodes'].append(name)
@@ -180,8 +188,10 @@ def run(module, result):
         result['changed'] = sync_features_file(module, params['features_d'], result['labels'], diff)
     if params['apply']:
         plan, before, changed = nfd_node_labels.apply(k8s_client.connect(module), params['node_name'], result['labels'],
-                                                      params['state'], module.check_mode)
-        result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'])
+                                                      params['state'], module.check_mode, params['sandbox_workloads'])
+        result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'], workload=plan['workload'])
+        if plan['warning']:
+            module.warn(plan['warning'])
         result['changed'] = result['changed'] or changed
         diff.insert(0, node_diff(params['node_name'], before, plan['labels']))
     if module._diff:

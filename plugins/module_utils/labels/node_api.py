@@ -20,7 +20,7 @@ import json
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import client as k8s_client
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, MIG_CONFIG, PRESENT
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import DEPLOY, MIG_CONFIG, PRESENT, workload_labels
 
 # The Node annotation recording the labels this module set and the value it set each to (a JSON
 # object; a JSON list of keys from earlier releases still reads), so that stale ones and
@@ -79,9 +79,13 @@ def checked_owned_labels(node_name, annotations):
     return owned_labels(annotations)
 
 
-def reconcile(current, owned, desired, state='present'):
+def reconcile(current, owned, desired, state='present', sandbox=None):
     """Plan the label change: {state, labels (after), owned (keys, after), owned_values ({key: value}, after), added,
-    updated, removed}; `owned` is owned_labels() of the Node.
+    updated, removed, workload, warning}; `owned` is owned_labels() of the Node.
+
+    The deploy labels desired are a container node's; with `sandbox` (the ClusterPolicy's sandboxWorkloads) enabled, those
+    of the workload the Node's nvidia.com/gpu.workload.config names (rules.workload_labels) instead, and the state labels
+    of ours that workload does not have are removed; `warning` says why a label value was not taken.
 
     present: set `desired`, except that a deploy label desired as 'true' keeps a non-empty value already on the Node
     (pre-installed, paused-for-driver-upgrade, false: the Operator honours it) and is no longer counted as ours,
@@ -100,12 +104,13 @@ def reconcile(current, owned, desired, state='present'):
         return key in owned and owned[key] in (None, current.get(key))
 
     new_owned = {}
+    workload, warning = contract.workload_config(current, sandbox)
     if state == 'absent':
         for key in owned:
             if still_ours(key):
                 after.pop(key, None)
     else:
-        desired = dict(desired)
+        desired, warning = workload_labels(desired, current, sandbox)
         if PRESENT not in desired and current.get(PRESENT) == 'true':
             desired[PRESENT] = 'false'
             for key in current:
@@ -132,6 +137,8 @@ def reconcile(current, owned, desired, state='present'):
         added=sorted(key for key in after if key not in current),
         updated=sorted(key for key in after if key in current and after[key] != current[key]),
         removed=sorted(key for key in current if key not in after),
+        workload=workload,
+        warning=warning,
     )
 
 
@@ -166,7 +173,7 @@ def read_node(api, node_name):
     return api.read('get', node_ref(node_name), CoreV1Api(api.client).read_node, node_name)
 
 
-def apply(api, node_name, desired, state='present', check_mode=False):
+def apply(api, node_name, desired, state='present', check_mode=False, sandbox=None):
     """Read the Node, reconcile and patch it (k8s_client.Api); returns (plan, before_labels, changed).
 
     The patch carries the resourceVersion read: when the Node changed in between (409 Conflict),
@@ -178,7 +185,7 @@ def apply(api, node_name, desired, state='present', check_mode=False):
     def attempt():
         metadata = read_node(api, node_name)['metadata']
         current = dict(metadata.get('labels') or {})
-        plan = reconcile(current, checked_owned_labels(node_name, metadata.get('annotations')), desired, state)
+        plan = reconcile(current, checked_owned_labels(node_name, metadata.get('annotations')), desired, state, sandbox)
         patch = merge_patch(metadata.get('annotations'), plan, metadata.get('resourceVersion'))
         if patch is None:
             return (plan, current), None
@@ -197,10 +204,10 @@ def node_metadata(node):
                 resource_version=metadata.get('resourceVersion'))
 
 
-def plan_node(name, metadata, desired, state='present'):
+def plan_node(name, metadata, desired, state='present', sandbox=None):
     """(plan, patch) for Node `name` from node_metadata(): the reconcile() plan and its merge patch (None: nothing to
     write); NodeLabelsError for a damaged ownership annotation."""
-    plan = reconcile(metadata['labels'], checked_owned_labels(name, metadata['annotations']), desired, state)
+    plan = reconcile(metadata['labels'], checked_owned_labels(name, metadata['annotations']), desired, state, sandbox)
     return plan, merge_patch(metadata['annotations'], plan, metadata['resource_version'])
 
 
@@ -209,7 +216,7 @@ def missing_node_message(node_name):
         node_name, node_name)
 
 
-def plan_nodes(listed, requested, state='present'):
+def plan_nodes(listed, requested, state='present', sandbox=None):
     """Plan every requested Node from one list of the Nodes; pure.
 
     listed: {name: node_metadata()}; requested: [(name, desired labels)]. Returns {name: {current, plan, patch,
@@ -222,7 +229,7 @@ def plan_nodes(listed, requested, state='present'):
             planned[name] = dict(current=None, plan=None, patch=None, error=missing_node_message(name))
             continue
         try:
-            plan, patch = plan_node(name, listed[name], desired, state)
+            plan, patch = plan_node(name, listed[name], desired, state, sandbox)
         except NodeLabelsError as exc:
             planned[name] = dict(current=listed[name]['labels'], plan=None, patch=None, error=str(exc))
             continue
@@ -243,7 +250,7 @@ def list_nodes(api):
     return listed
 
 
-def _node_attempt(api, core, name, first, desired, state):
+def _node_attempt(api, core, name, first, desired, state, sandbox):
     """read_modify_write's step for one Node: the plan made from the list first, the Node read again on a retry."""
     rounds = []
 
@@ -251,7 +258,7 @@ def _node_attempt(api, core, name, first, desired, state):
         if rounds:
             metadata = node_metadata(read_node(api, name))
             current = metadata['labels']
-            plan, patch = plan_node(name, metadata, desired, state)
+            plan, patch = plan_node(name, metadata, desired, state, sandbox)
         else:
             current, plan, patch = first['current'], first['plan'], first['patch']
         rounds.append(1)
@@ -262,7 +269,7 @@ def _node_attempt(api, core, name, first, desired, state):
     return attempt
 
 
-def apply_many(api, requested, state='present', check_mode=False):
+def apply_many(api, requested, state='present', check_mode=False, sandbox=None):
     """Label many Nodes: one list, then per Node one merge patch guarded by the resourceVersion listed.
 
     A 409 Conflict re-reads that Node and plans it again (k8s_client.Api.read_modify_write). Returns {name: {plan,
@@ -272,7 +279,7 @@ def apply_many(api, requested, state='present', check_mode=False):
     from kubernetes.client import CoreV1Api  # pylint: disable=import-outside-toplevel
     core = CoreV1Api(api.client)
     desired = dict(requested)
-    planned = plan_nodes(list_nodes(api), requested, state)
+    planned = plan_nodes(list_nodes(api), requested, state, sandbox)
     results = {}
     for name, _labels in requested:
         first = planned[name]
@@ -280,7 +287,7 @@ def apply_many(api, requested, state='present', check_mode=False):
             results[name] = dict(plan=None, before=None, changed=False, error=first['error'])
             continue
         try:
-            (plan, current), changed = api.read_modify_write(_node_attempt(api, core, name, first, desired[name], state), check_mode)
+            (plan, current), changed = api.read_modify_write(_node_attempt(api, core, name, first, desired[name], state, sandbox), check_mode)
         except (k8s_client.ApiError, NodeLabelsError) as exc:  # NodeLabelsError: damaged since the list (read again on a 409)
             results[name] = dict(plan=first['plan'], before=first['current'], changed=False, error=str(exc))
             continue

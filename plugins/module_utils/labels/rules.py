@@ -18,8 +18,9 @@ __metaclass__ = type
 import re
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
-    CHOICES, DEPLOY, DEPLOY_COMPONENTS, GPU_RESOURCE, MIG_CAPABLE, MIG_CONFIG, MIG_MANAGER_COMPONENT, MIG_RESOURCE_PREFIX, MIG_STRATEGIES,
-    MIG_STRATEGY, MPS_CAPABLE, PRESENT, SHARED_PRODUCT_SUFFIX, SHARING_STRATEGIES, resource_label, sharing_labels, sharing_view)
+    CHOICES, CONTAINER, DEPLOY, GPU_RESOURCE, KUBEVIRT, MIG_CAPABLE, MIG_CONFIG, MIG_RESOURCE_PREFIX, MIG_STRATEGIES, MIG_STRATEGY,
+    MPS_CAPABLE, PRESENT, SANDBOX_DEFAULTS, SHARED_PRODUCT_SUFFIX, SHARING_STRATEGIES, STATE_COMPONENTS, is_state_label, resource_label,
+    sharing_labels, sharing_view, workload_components, workload_config)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 
 NFD = 'feature.node.kubernetes.io/'
@@ -262,13 +263,31 @@ def gpu_present(facts):
     return bool(facts['pci_gpus'] or facts['gpus'])
 
 
-def deploy_labels(mig_capable, overrides):
-    """The Operator's state labels for container workloads; `overrides` maps component -> value."""
-    components = list(DEPLOY_COMPONENTS) + ([MIG_MANAGER_COMPONENT] if mig_capable else [])
+def deploy_labels(mig_capable, overrides, workload=CONTAINER, mode=KUBEVIRT):
+    """The Operator's state labels of a node of `workload` (container by default); `overrides` maps component -> value. An
+    override of a component only another workload has is left out on a VM node (the driver record, ...)."""
+    components = workload_components(workload, mode, mig_capable)
     labels = {DEPLOY + component: 'true' for component in components}
     for component, value in (overrides or {}).items():
-        labels[DEPLOY + component] = value
+        if workload == CONTAINER or component in components or component not in STATE_COMPONENTS:
+            labels[DEPLOY + component] = value
     return labels
+
+
+def workload_labels(labels, node_labels, sandbox=None):
+    """(labels, warning or None): `labels` (compute_labels', a container node's) with the state labels of the node's workload
+    instead, read from its Node's labels `node_labels` and the ClusterPolicy's sandboxWorkloads `sandbox`
+    (contract.workload_config); the values compute_labels gave that are not 'true' are overrides and stay. Labels without
+    state labels (no GPU) are returned as they are."""
+    if not any(is_state_label(key) for key in labels):
+        return dict(labels), None
+    workload, warning = workload_config(node_labels, sandbox)
+    if workload == CONTAINER:
+        return dict(labels), warning
+    overrides = dict((key[len(DEPLOY):], value) for key, value in labels.items() if is_state_label(key) and value != 'true')
+    found = dict((key, value) for key, value in labels.items() if not is_state_label(key))
+    found.update(deploy_labels(False, overrides, workload, dict(SANDBOX_DEFAULTS, **(sandbox or {}))['mode']))
+    return dict(sorted(found.items())), warning
 
 
 def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_labels=None, mig_config=''):

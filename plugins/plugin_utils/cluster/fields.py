@@ -90,6 +90,24 @@ H_PSA = 'true labels the operator namespace Pod Security privileged, as the Oper
 H_VALIDATOR_COMPONENT_ENV = ("merged last into that component's validation init container (driver and toolkit also into the operands' "
                              "driver-/toolkit-validation init containers), as the Operator does")
 H_GPU_CLIENTS = 'the ConfigMap of the host GPU clients the MIG manager stops around a change (else default-gpu-clients)'
+H_SANDBOX_WORKLOADS = ("deploys the sandbox operands (the vGPU device manager, the sandbox validator, the VFIO manager, the sandbox device "
+                       "plugins, the CC manager) and "
+                       "gives each GPU node the deploy labels of its workload (Node label `nvidia.com/gpu.workload.config`), as the Operator does")
+H_DEFAULT_WORKLOAD = 'the workload of a GPU node without a valid `nvidia.com/gpu.workload.config` label (container, vm-passthrough or vm-vgpu)'
+H_SANDBOX_MODE = ("kubevirt deploys KubeVirt's sandbox device plugin, kata Kata's and the CC manager; another value is refused (the CRD's "
+                  "values)")
+H_SANDBOX_ENABLED = 'with `sandboxWorkloads.enabled`, deploys the operand, or removes what this collection deployed of it'
+H_KATA_DEVICE_PLUGIN_ENABLED = 'with `sandboxWorkloads.enabled` and mode kata, deploys the operand, or removes what this collection deployed of it'
+H_VGPU_CONFIG = 'the ConfigMap of vGPU device configs the vGPU device manager reads (else the Operator\'s default-vgpu-devices-config)'
+H_VGPU_CONFIG_DEFAULT = 'the vGPU device config of a vm-vgpu node without the label nvidia.com/vgpu.config (DEFAULT_VGPU_CONFIG)'
+H_SANDBOX_DEVICE_PLUGIN_ENABLED = 'with `sandboxWorkloads.enabled` and mode kubevirt, deploys the operand, or removes what this collection deployed of it'
+H_CC_MANAGER_ENABLED = ('with `sandboxWorkloads.enabled` and mode kata, deploys the operand, or removes what this collection deployed of it; '
+                        "the sandbox validator's cc-manager init container follows it")
+H_CC_DEFAULT_MODE = "DEFAULT_CC_MODE of the CC manager (the GPUs' confidential computing mode of a node without `nvidia.com/cc.mode`)"
+H_ARGS_REPLACED = "replace its program's args, as the Operator does"
+H_DRIVER_MANAGER = 'the k8s-driver-manager init container (image, pull policy and secrets, env), as the Operator sets it'
+H_SANDBOX_VALIDATOR_ENV = ("merged last into the sandbox validator's init container of that component, after DEFAULT_GPU_WORKLOAD_CONFIG, "
+                           'as the Operator does')
 
 # --- not applicable: why ------------------------------------------------------------------------
 N_OPERATOR = "the Operator's own Deployment and metrics: no Operator runs here (deviation: no-reconciler)"
@@ -98,9 +116,8 @@ N_DEFAULT_RUNTIME = "deprecated in the Operator, which detects the runtime; here
 N_OPENSHIFT = 'OpenShift only (deviation: openshift)'
 N_CDI_DEFAULT = 'deprecated, without effect in the Operator: `cdi.enabled` makes CDI the default'
 N_PSP = 'PodSecurityPolicy: deprecated in the Operator, gone from Kubernetes since 1.25'
-N_SANDBOX = 'deployed by the Operator only with `sandboxWorkloads.enabled` (VMs, vGPU, Kata), which is refused here'
-N_SANDBOX_ONLY = 'read by the Operator only with `sandboxWorkloads.enabled`, which is refused here'
-N_SANDBOX_VALIDATOR = "the sandbox validator's: deployed by the Operator only with `sandboxWorkloads.enabled`, which is refused here"
+N_VGPU_MANAGER = ("the vGPU manager container (NVIDIA's licensed vGPU host driver): not deployed; install the vGPU manager on the "
+                  'vm-vgpu hosts, as with the Operator\'s `vgpuManager.enabled: false` (deviation: vgpu-manager-on-host)')
 N_KATA_MANAGER = 'deprecated: the Operator v26.7.0 never deploys the Kata manager'
 N_DCGM_HOST_PORT = 'deprecated in the Operator, whose hostengine Pod no longer publishes a host port'
 N_GDS_ONLY = 'used only with `gds.enabled`, which is refused here'
@@ -114,7 +131,6 @@ N_TOOLKIT_CONTAINER = "the toolkit container's: the container toolkit is set up 
 
 # --- refused: why -------------------------------------------------------------------------------
 R_NRI = "the NRI plugin: the container toolkit here registers a runtime class; CDI through NRI is not set up"
-R_SANDBOX = 'sandbox and VM workloads (VFIO, vGPU, KubeVirt, Kata) are not deployed by this collection'
 R_GDS = "the GPUDirect Storage driver container (nvidia-fs) is not deployed: load nvidia-fs on the host, the device plugin then uses it"
 R_GDRCOPY = "the GDRCopy driver container (gdrdrv) is not deployed: load gdrdrv on the host, the device plugin then uses it"
 R_DRIVER_ROLE = "set by role nvidia_driver's variables (`nvidia_driver_*`), not from the ClusterPolicy"
@@ -127,19 +143,19 @@ R_DRIVER_REPO = ("the Operator mounts that ConfigMap's repository files into its
 R_TOOLKIT_VERSION = "the host's packages: pin their version in `container_toolkit_packages`"
 
 FIELDS = {
-    'ccManager.args': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.defaultMode': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.hostNetwork': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.resources.limits': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.resources.requests': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'ccManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
+    'ccManager.args': ('array', HONOURED, H_ARGS_REPLACED),
+    'ccManager.defaultMode': ('string', HONOURED, H_CC_DEFAULT_MODE),
+    'ccManager.enabled': ('boolean', HONOURED, H_CC_MANAGER_ENABLED),
+    'ccManager.env[].name': ('string', HONOURED, H_ENV),
+    'ccManager.env[].value': ('string', HONOURED, H_ENV),
+    'ccManager.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
+    'ccManager.image': ('string', HONOURED, H_IMAGE),
+    'ccManager.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
+    'ccManager.imagePullSecrets': ('array', HONOURED, H_PULL_SECRETS),
+    'ccManager.repository': ('string', HONOURED, H_REPOSITORY),
+    'ccManager.resources.limits': ('object', HONOURED, H_RESOURCES),
+    'ccManager.resources.requests': ('object', HONOURED, H_RESOURCES),
+    'ccManager.version': ('string', HONOURED, H_VERSION),
     'cdi.default': ('boolean', NOT_APPLICABLE, N_CDI_DEFAULT),
     'cdi.enabled': ('boolean', HONOURED, H_CDI),
     'cdi.nriPluginEnabled': ('boolean', REFUSED, R_NRI),
@@ -348,18 +364,18 @@ FIELDS = {
     'kataManager.resources.limits': ('object', NOT_APPLICABLE, N_KATA_MANAGER),
     'kataManager.resources.requests': ('object', NOT_APPLICABLE, N_KATA_MANAGER),
     'kataManager.version': ('string', NOT_APPLICABLE, N_KATA_MANAGER),
-    'kataSandboxDevicePlugin.args': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.hostNetwork': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.resources.limits': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.resources.requests': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'kataSandboxDevicePlugin.version': ('string', NOT_APPLICABLE, N_SANDBOX),
+    'kataSandboxDevicePlugin.args': ('array', HONOURED, H_ARGS),
+    'kataSandboxDevicePlugin.enabled': ('boolean', HONOURED, H_KATA_DEVICE_PLUGIN_ENABLED),
+    'kataSandboxDevicePlugin.env[].name': ('string', HONOURED, H_ENV),
+    'kataSandboxDevicePlugin.env[].value': ('string', HONOURED, H_ENV),
+    'kataSandboxDevicePlugin.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
+    'kataSandboxDevicePlugin.image': ('string', HONOURED, H_IMAGE),
+    'kataSandboxDevicePlugin.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
+    'kataSandboxDevicePlugin.imagePullSecrets': ('array', HONOURED, H_PULL_SECRETS),
+    'kataSandboxDevicePlugin.repository': ('string', HONOURED, H_REPOSITORY),
+    'kataSandboxDevicePlugin.resources.limits': ('object', HONOURED, H_RESOURCES),
+    'kataSandboxDevicePlugin.resources.requests': ('object', HONOURED, H_RESOURCES),
+    'kataSandboxDevicePlugin.version': ('string', HONOURED, H_VERSION),
     'mig.strategy': ('string', HONOURED, H_MIG_STRATEGY),
     'migManager.args': ('array', HONOURED, H_ARGS),
     'migManager.config.default': ('string', HONOURED, H_MIG_CONFIG_DEFAULT),
@@ -412,21 +428,21 @@ FIELDS = {
     'operator.use_ocp_driver_toolkit': ('boolean', NOT_APPLICABLE, N_OPENSHIFT),
     'psa.enabled': ('boolean', HONOURED, H_PSA),
     'psp.enabled': ('boolean', NOT_APPLICABLE, N_PSP),
-    'sandboxDevicePlugin.args': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.hostNetwork': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.resources.limits': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.resources.requests': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxDevicePlugin.version': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'sandboxWorkloads.defaultWorkload': ('string', NOT_APPLICABLE, N_SANDBOX_ONLY),
-    'sandboxWorkloads.enabled': ('boolean', REFUSED, R_SANDBOX),
-    'sandboxWorkloads.mode': ('string', NOT_APPLICABLE, N_SANDBOX_ONLY),
+    'sandboxDevicePlugin.args': ('array', HONOURED, H_ARGS),
+    'sandboxDevicePlugin.enabled': ('boolean', HONOURED, H_SANDBOX_DEVICE_PLUGIN_ENABLED),
+    'sandboxDevicePlugin.env[].name': ('string', HONOURED, H_ENV),
+    'sandboxDevicePlugin.env[].value': ('string', HONOURED, H_ENV),
+    'sandboxDevicePlugin.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
+    'sandboxDevicePlugin.image': ('string', HONOURED, H_IMAGE),
+    'sandboxDevicePlugin.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
+    'sandboxDevicePlugin.imagePullSecrets': ('array', HONOURED, H_PULL_SECRETS),
+    'sandboxDevicePlugin.repository': ('string', HONOURED, H_REPOSITORY),
+    'sandboxDevicePlugin.resources.limits': ('object', HONOURED, H_RESOURCES),
+    'sandboxDevicePlugin.resources.requests': ('object', HONOURED, H_RESOURCES),
+    'sandboxDevicePlugin.version': ('string', HONOURED, H_VERSION),
+    'sandboxWorkloads.defaultWorkload': ('string', HONOURED, H_DEFAULT_WORKLOAD),
+    'sandboxWorkloads.enabled': ('boolean', HONOURED, H_SANDBOX_WORKLOADS),
+    'sandboxWorkloads.mode': ('string', HONOURED, H_SANDBOX_MODE),
     'toolkit.args': ('array', NOT_APPLICABLE, N_TOOLKIT_CONTAINER),
     'toolkit.enabled': ('boolean', HONOURED, H_TOOLKIT_ENABLED),
     'toolkit.env[].name': ('string', HONOURED, H_TOOLKIT_ENV),
@@ -459,65 +475,65 @@ FIELDS = {
     'validator.toolkit.env[].name': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
     'validator.toolkit.env[].value': ('string', HONOURED, H_VALIDATOR_COMPONENT_ENV),
     'validator.version': ('string', HONOURED, H_VALIDATOR_IMAGE),
-    'validator.vfioPCI.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
-    'validator.vfioPCI.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
-    'validator.vgpuDevices.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
-    'validator.vgpuDevices.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
-    'validator.vgpuManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
-    'validator.vgpuManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX_VALIDATOR),
-    'vfioManager.args': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.driverManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.hostNetwork': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.resources.limits': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.resources.requests': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'vfioManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.args': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.config.default': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.config.name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.hostNetwork': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.resources.limits': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.resources.requests': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuDeviceManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.args': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.driverManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.enabled': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.env[].name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.env[].value': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.hostNetwork': ('boolean', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.image': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.kernelModuleConfig.name': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.repository': ('string', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.resources.limits': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.resources.requests': ('object', NOT_APPLICABLE, N_SANDBOX),
-    'vgpuManager.version': ('string', NOT_APPLICABLE, N_SANDBOX),
+    'validator.vfioPCI.env[].name': ('string', HONOURED, H_SANDBOX_VALIDATOR_ENV),
+    'validator.vfioPCI.env[].value': ('string', HONOURED, H_SANDBOX_VALIDATOR_ENV),
+    'validator.vgpuDevices.env[].name': ('string', HONOURED, H_SANDBOX_VALIDATOR_ENV),
+    'validator.vgpuDevices.env[].value': ('string', HONOURED, H_SANDBOX_VALIDATOR_ENV),
+    'validator.vgpuManager.env[].name': ('string', HONOURED, H_SANDBOX_VALIDATOR_ENV),
+    'validator.vgpuManager.env[].value': ('string', HONOURED, H_SANDBOX_VALIDATOR_ENV),
+    'vfioManager.args': ('array', HONOURED, H_ARGS_REPLACED),
+    'vfioManager.driverManager.env[].name': ('string', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.driverManager.env[].value': ('string', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.driverManager.image': ('string', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.driverManager.imagePullPolicy': ('string', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.driverManager.imagePullSecrets': ('array', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.driverManager.repository': ('string', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.driverManager.version': ('string', HONOURED, H_DRIVER_MANAGER),
+    'vfioManager.enabled': ('boolean', HONOURED, H_SANDBOX_ENABLED),
+    'vfioManager.env[].name': ('string', HONOURED, H_ENV),
+    'vfioManager.env[].value': ('string', HONOURED, H_ENV),
+    'vfioManager.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
+    'vfioManager.image': ('string', HONOURED, H_IMAGE),
+    'vfioManager.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
+    'vfioManager.imagePullSecrets': ('array', HONOURED, H_PULL_SECRETS),
+    'vfioManager.repository': ('string', HONOURED, H_REPOSITORY),
+    'vfioManager.resources.limits': ('object', HONOURED, H_RESOURCES),
+    'vfioManager.resources.requests': ('object', HONOURED, H_RESOURCES),
+    'vfioManager.version': ('string', HONOURED, H_VERSION),
+    'vgpuDeviceManager.args': ('array', HONOURED, H_ARGS_REPLACED),
+    'vgpuDeviceManager.config.default': ('string', HONOURED, H_VGPU_CONFIG_DEFAULT),
+    'vgpuDeviceManager.config.name': ('string', HONOURED, H_VGPU_CONFIG),
+    'vgpuDeviceManager.enabled': ('boolean', HONOURED, H_SANDBOX_ENABLED),
+    'vgpuDeviceManager.env[].name': ('string', HONOURED, H_ENV),
+    'vgpuDeviceManager.env[].value': ('string', HONOURED, H_ENV),
+    'vgpuDeviceManager.hostNetwork': ('boolean', HONOURED, H_HOST_NETWORK),
+    'vgpuDeviceManager.image': ('string', HONOURED, H_IMAGE),
+    'vgpuDeviceManager.imagePullPolicy': ('string', HONOURED, H_PULL_POLICY),
+    'vgpuDeviceManager.imagePullSecrets': ('array', HONOURED, H_PULL_SECRETS),
+    'vgpuDeviceManager.repository': ('string', HONOURED, H_REPOSITORY),
+    'vgpuDeviceManager.resources.limits': ('object', HONOURED, H_RESOURCES),
+    'vgpuDeviceManager.resources.requests': ('object', HONOURED, H_RESOURCES),
+    'vgpuDeviceManager.version': ('string', HONOURED, H_VERSION),
+    'vgpuManager.args': ('array', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.env[].name': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.env[].value': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.image': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.repository': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.driverManager.version': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.enabled': ('boolean', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.env[].name': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.env[].value': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.hostNetwork': ('boolean', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.image': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.imagePullPolicy': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.imagePullSecrets': ('array', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.kernelModuleConfig.name': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.repository': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.resources.limits': ('object', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.resources.requests': ('object', NOT_APPLICABLE, N_VGPU_MANAGER),
+    'vgpuManager.version': ('string', NOT_APPLICABLE, N_VGPU_MANAGER),
 }
 
 # The Helm chart's values that are not ClusterPolicy fields (its templates/clusterpolicy.yaml does not write them), by values

@@ -148,7 +148,8 @@ def node_label_settings(resolved, node_config=''):
     (registry.resolution) and the node's device plugin config (its nvidia.com/device-plugin.config, '' for the default).
 
     {mig_strategy, sharing, mig_config (the nvidia.com/mig.config value for a MIG-capable node without one),
-    labels (nvidia.com/device-plugin.config when the node picks a config), nfd_enabled, gfd_labels}. nfd_enabled: the chart's
+    labels (nvidia.com/device-plugin.config when the node picks a config), nfd_enabled, gfd_labels, sandbox_workloads (the
+    ClusterPolicy's sandboxWorkloads: with it enabled, the Node's nvidia.com/gpu.workload.config picks its deploy labels)}. nfd_enabled: the chart's
     nfd.enabled, NFD runs in the cluster (this collection's, or one it found). gfd_labels: whether the node labels stage
     writes GFD's labels. It does unless GFD's Pods publish them, which takes gfd.enabled and NFD (GFD v0.20 publishes
     through NFD); they then read the ConfigMap themselves, which may then be one the settings do not hold.
@@ -175,6 +176,7 @@ def node_label_settings(resolved, node_config=''):
         'labels': {DEVICE_PLUGIN_CONFIG: node_config} if node_config else {},
         'nfd_enabled': nfd_enabled,
         'gfd_labels': gfd_labels,
+        'sandbox_workloads': dict(spec['sandboxWorkloads']),
     }
 
 

@@ -20,7 +20,8 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import MIG_STRATEGIES, TOOLKIT_DEFAULTS
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import (
+    MIG_STRATEGIES, SANDBOX_DEFAULTS, SANDBOX_MODES, TOOLKIT_DEFAULTS, WORKLOADS)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects import MANAGED_BY, meta
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import fields, host_sections, images
@@ -56,6 +57,7 @@ def common_defaults():
         'cdi': {'enabled': None},  # None: the GPU nodes' container_toolkit_cdi_enabled
         'psa': {'enabled': False},
         'hostPaths': dict(HOST_PATHS),
+        'sandboxWorkloads': dict(SANDBOX_DEFAULTS),
     }
 
 
@@ -76,6 +78,7 @@ COMMON_SCHEMA = {
     'cdi': {'enabled': 'bool'},
     'psa': {'enabled': 'bool'},
     'hostPaths': dict((key, 'str') for key in HOST_PATHS),
+    'sandboxWorkloads': {'enabled': 'bool', 'defaultWorkload': 'str', 'mode': 'str'},
 }
 
 
@@ -396,12 +399,17 @@ def resolve(policy, registry, nodes, operands):
     for operand in operands:
         if not operand.image:
             continue
-        spec = resolved[operand.section]
-        if registry and not (policy.get(operand.section) or {}).get('repository'):
-            spec['repository'] = images.mirrored(spec['repository'], registry)
-        images.reference(spec['repository'], spec['image'], spec['version'], operand.section)
-        if spec['imagePullPolicy'] not in PULL_POLICIES:
-            raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (operand.section, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
+        # its own image, and those of its sub-sections (vfioManager.driverManager, ...)
+        for keys in [()] + [(key,) for key in operand.images]:
+            spec, given, where = resolved[operand.section], policy.get(operand.section) or {}, operand.section
+            for key in keys:
+                spec, given, where = spec[key], given.get(key) or {}, '%s.%s' % (where, key)
+            if registry and not given.get('repository') and spec['repository']:
+                spec['repository'] = images.mirrored(spec['repository'], registry)
+            if operand.image_required(resolved):
+                images.reference(spec['repository'], spec['image'], spec['version'], where)
+            if spec['imagePullPolicy'] not in PULL_POLICIES:
+                raise PolicyError('%s.imagePullPolicy must be one of %s, not %r' % (where, ', '.join(PULL_POLICIES), spec['imagePullPolicy']))
     common = resolved['daemonsets']
     # The Operator sets a DaemonSet's priority class and tolerations only from a non-empty value (object_controls.go
     # applyCommonDaemonsetConfig): an empty one keeps its assets' (system-node-critical, the nvidia.com/gpu toleration).
@@ -413,6 +421,10 @@ def resolve(policy, registry, nodes, operands):
     max_unavailable(common['rollingUpdate']['maxUnavailable'])
     if resolved['mig']['strategy'] not in MIG_STRATEGIES:
         raise PolicyError('mig.strategy must be one of %s, not %r' % (', '.join(MIG_STRATEGIES), resolved['mig']['strategy']))
+    sandbox = resolved['sandboxWorkloads']
+    if sandbox['defaultWorkload'] not in WORKLOADS or sandbox['mode'] not in SANDBOX_MODES:
+        raise PolicyError('sandboxWorkloads: defaultWorkload must be one of %s and mode one of %s (the ClusterPolicy CRD\'s values), not %r and %r'
+                          % (', '.join(WORKLOADS), ', '.join(SANDBOX_MODES), sandbox['defaultWorkload'], sandbox['mode']))
     for key, path in sorted(resolved['hostPaths'].items()):
         if path and not path.startswith('/'):  # empty is the default, as the Operator reads it
             raise PolicyError('hostPaths.%s must be an absolute path on the host, not %r' % (key, path))

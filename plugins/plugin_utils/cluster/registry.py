@@ -17,8 +17,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.objects im
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import policy
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.helm_values import from_values
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.operands import (
-    dcgm, dcgm_exporter, device_plugin, gpu_feature_discovery, mig_manager, mps_control_daemon, node_feature_discovery, node_status_exporter,
-    validator)
+    cc_manager, dcgm, dcgm_exporter, device_plugin, gpu_feature_discovery, kata_device_plugin, mig_manager, mps_control_daemon,
+    node_feature_discovery, node_status_exporter, sandbox_device_plugin, sandbox_validator, validator, vfio_manager, vgpu_device_manager)
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import CONFIG_OF, Context
 
 OPERANDS = (
@@ -30,6 +30,13 @@ OPERANDS = (
     gpu_feature_discovery.OPERAND,
     mig_manager.OPERAND,
     node_status_exporter.OPERAND,
+    # the sandbox workloads' (sandboxWorkloads.enabled), in the Operator's order (the vGPU manager's is the host's: fields.py)
+    vgpu_device_manager.OPERAND,
+    sandbox_validator.OPERAND,
+    vfio_manager.OPERAND,
+    sandbox_device_plugin.OPERAND,
+    kata_device_plugin.OPERAND,
+    cc_manager.OPERAND,
 )
 
 

@@ -73,6 +73,7 @@ class Operand(object):
     crd = {}                # the CRD schema of those fields
     rules = ((), ())        # its Role's and ClusterRole's rules (the Operator's, without OpenShift's)
     stage = 'operands'      # the role that applies it: gpu_cluster_operands, or 'validation' (gpu_cluster_validator)
+    images = ()             # its section's sub-sections with an image of their own (driverManager)
 
     def __init__(self, section, daemonset, deploy, image=None, account=None, enabled=True):
         """section: its ClusterPolicy key (its settings; `<section>.enabled` switches it); daemonset: its DaemonSet, the app
@@ -97,6 +98,10 @@ class Operand(object):
 
     def is_enabled(self, resolved):
         return resolved[self.section].get('enabled', True)
+
+    def image_required(self, resolved):
+        """Whether its images must make references (the vGPU manager's, which has no default, only where it is deployed)."""
+        return True
 
     def check(self, resolved):
         """Refuse (policy.PolicyError) what its settings' types let through but the operand cannot run with."""
@@ -156,6 +161,17 @@ class Operand(object):
         return {'apiVersion': 'apps/v1', 'kind': 'DaemonSet',
                 'metadata': meta(self.daemonset, namespace, dict(common['labels'], **labels), common['annotations']),
                 'spec': {'selector': {'matchLabels': dict(labels)}, 'updateStrategy': strategy, 'template': template}}
+
+
+class SandboxOperand(Operand):
+    """An operand of sandbox workloads (VMs, vGPU, Kata): the Operator deploys it only with sandboxWorkloads.enabled, one with
+    a `mode` only in that sandboxWorkloads.mode, and its section's `enabled` (state_manager.go isStateEnabled); its DaemonSet
+    selects the nodes whose workload has its deploy label (contract.WORKLOAD_COMPONENTS)."""
+    mode = None
+
+    def is_enabled(self, resolved):
+        sandbox = resolved['sandboxWorkloads']
+        return bool(sandbox['enabled']) and self.mode in (None, sandbox['mode']) and Operand.is_enabled(self, resolved)
 
 
 def _binding(kind, name, role_kind, account, namespace):
@@ -311,6 +327,39 @@ def main_args(main, spec):
             main['args'] = ['exec %s "$@"' % ENTRYPOINT, 'entrypoint.sh'] + policy.merge_args([], spec['args'])
     elif spec['args']:
         main['args'] = policy.merge_args(main.get('args', []), spec['args'])
+
+
+# The k8s-driver-manager init container's section (vfioManager.driverManager, vgpuManager.driverManager) and its defaults
+# (deployments/gpu-operator/values.yaml).
+DRIVER_MANAGER_FIELDS = {'repository': 'str', 'image': 'str', 'version': 'str', 'imagePullPolicy': 'str', 'imagePullSecrets': 'strlist', 'env': 'env'}
+DRIVER_MANAGER_DEFAULTS = {'repository': 'nvcr.io/nvidia/cloud-native', 'image': 'k8s-driver-manager', 'version': 'v0.12.0',
+                           'imagePullPolicy': 'IfNotPresent', 'imagePullSecrets': [], 'env': []}
+DRIVER_MANAGER_CRD = {'type': 'object', 'properties': {
+    'repository': CRD_STRING, 'image': CRD_STRING, 'version': CRD_STRING, 'imagePullPolicy': CRD_STRING,
+    'imagePullSecrets': {'type': 'array', 'items': CRD_STRING}, 'env': crd_env()}}
+
+
+def driver_manager_container(volumes=('run-nvidia', 'host-root', 'host-sys')):
+    """The Operator's k8s-driver-manager init container that takes the GPUs from the NVIDIA driver before a VM operand binds
+    them (uninstall_driver; no eviction or drain: the node's workload is VMs)."""
+    mounts = {'run-nvidia': mount('run-nvidia', '/run/nvidia', propagation='Bidirectional'),
+              'host-root': mount('host-root', '/host', read_only=True, propagation='HostToContainer'), 'host-sys': mount('host-sys', '/sys')}
+    return {'name': 'k8s-driver-manager', 'imagePullPolicy': 'IfNotPresent', 'command': ['driver-manager'], 'args': ['uninstall_driver'],
+            'env': [field_env('NODE_NAME', 'spec.nodeName'), value_env('NVIDIA_VISIBLE_DEVICES', 'void'), value_env('ENABLE_GPU_POD_EVICTION', 'false'),
+                    value_env('ENABLE_AUTO_DRAIN', 'false'), field_env('OPERATOR_NAMESPACE', 'metadata.namespace')],
+            'securityContext': {'privileged': True}, 'volumeMounts': [mounts[name] for name in volumes]}
+
+
+def driver_manager(pod, manager, resources, where):
+    """transformDriverManagerInitContainer: its image, pull policy, the operand's resources, its env and pull secrets."""
+    item = next(entry for entry in pod['initContainers'] if entry['name'] == 'k8s-driver-manager')
+    item['image'] = image(manager, where + '.driverManager')
+    item['imagePullPolicy'] = manager['imagePullPolicy']
+    if resources:
+        item['resources'] = copy.deepcopy(resources)
+    if manager['env']:
+        item['env'] = policy.merge_env(item['env'], manager['env'])
+    add_pull_secrets(pod, manager['imagePullSecrets'])
 
 
 def mig_env(item, strategy):

@@ -65,6 +65,7 @@ def validator(namespace='gpu-operator', resolved=None):
 # --- which nodes, which resources -------------------------------------------------------------------
 
 SCOPES = ('cluster', 'inventory')
+SANDBOX_VALIDATOR = 'sandbox-validator'  # the deploy label component of the VM workloads' validator (contract.WORKLOAD_COMPONENTS)
 STOPPED = 'stopped'  # the state of a record of a node whose stage failed (it was not validated)
 
 
@@ -76,7 +77,7 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
     Each is {node, exists, skip (why it is not validated, or ''), resources, computed ({resource: {gpu_count, replicas}} from
     `node_labels` where the Node lacks the labels)}. A node labelled
     nvidia.com/gpu.deploy.operator-validator=false or nvidia.com/gpu.deploy.operands=false is skipped, as the Operator's
-    DaemonSet skips it.
+    DaemonSet skips it, and so is a VM node (sandbox-validator's label, not operator-validator's).
     device_plugin_config: the ClusterPolicy's devicePlugin.config ({name, default, data}); each node runs the config its
     label nvidia.com/device-plugin.config names, else the default, as config-manager picks it (contract.selected_config).
     node_labels: {Node name: the labels the node labels stage computed for it}; a label the Node does not carry yet is taken
@@ -99,10 +100,14 @@ def targets(nodes, run_nodes=None, selector=None, mig_strategy='single', device_
         computed = (node_labels or {}).get(name) or {}
         labels = dict(computed, **own)
         skip = ''
-        if labels.get(DEPLOY_LABEL) == 'false':
+        # what is deployed on the Node is what it is labelled with (its deploy labels), not what the run computed
+        if own.get(DEPLOY_LABEL) == 'false':
             skip = 'the Node is labelled %s=false' % DEPLOY_LABEL
-        elif contract.operands_disabled(labels):
+        elif contract.operands_disabled(own):
             skip = 'the Node is labelled %s=false' % contract.OPERANDS
+        elif DEPLOY_LABEL not in own and contract.deploy_label(SANDBOX_VALIDATOR) in own:
+            # a VM node (sandboxWorkloads): the Operator's validator does not run there, the sandbox validator does
+            skip = 'the Node runs VMs (workload %s): the sandbox validator validates it' % own.get(contract.WORKLOAD_CONFIG, 'default')
         resources = contract.gpu_resources(labels, mig_strategy, available.get(
             contract.selected_config(spec, labels.get(contract.DEVICE_PLUGIN_CONFIG)))) if node is not None else []
         found.append({'node': name, 'exists': node is not None, 'skip': skip, 'resources': resources,

@@ -21,6 +21,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster.skeleton import VALIDATIONS, field_env, host_path, mount, value_env
 
 LABELS = {'app': VALIDATOR, 'app.kubernetes.io/part-of': 'gpu-operator'}
+# The sandbox validator's components (sandbox_validator.py): its init container's component -> the validator section with its env.
+SANDBOX_COMPONENTS = {'vfio-pci': 'vfioPCI', 'vgpu-manager': 'vgpuManager', 'vgpu-devices': 'vgpuDevices'}
+COMPONENT_SECTIONS = skeleton.VALIDATION_COMPONENTS + tuple(SANDBOX_COMPONENTS.values())
 
 
 def image_settings(validator):
@@ -52,9 +55,9 @@ def _init_container(component, env, mounts, security):
 class Validator(skeleton.Operand):
     """The Operator's state-operator-validation."""
     fields = dict(skeleton.IMAGE_FIELDS, args='strlist', env='env', hostNetwork='bool')
-    settings = dict((component, {'env': 'env'}) for component in skeleton.VALIDATION_COMPONENTS)
-    defaults = dict((component, {'env': []}) for component in skeleton.VALIDATION_COMPONENTS)
-    crd = dict((component, {'type': 'object', 'properties': {'env': skeleton.crd_env()}}) for component in skeleton.VALIDATION_COMPONENTS)
+    settings = dict((component, {'env': 'env'}) for component in COMPONENT_SECTIONS)
+    defaults = dict((component, {'env': []}) for component in COMPONENT_SECTIONS)
+    crd = dict((component, {'type': 'object', 'properties': {'env': skeleton.crd_env()}}) for component in COMPONENT_SECTIONS)
     # the validator makes and removes its workload Pods, reads its DaemonSet (their tolerations) and its Node; the Operator's
     # rule on ClusterPolicy finalizers is left out: nothing here sets owner references to a ClusterPolicy
     rules = (({'apiGroups': [''], 'resources': ['pods'], 'verbs': ['create', 'get', 'list', 'watch', 'update', 'patch', 'delete']},
@@ -94,6 +97,21 @@ class Validator(skeleton.Operand):
                 'volumes': [host_path('run-nvidia-validations', VALIDATIONS, 'DirectoryOrCreate'), host_path('driver-install-dir', '/run/nvidia/driver'),
                             host_path('host-root', '/'), host_path('host-dev-char', '/dev/char')]}
 
+    def main_container(self, pod, validator):
+        """TransformValidatorShared: the validator image on the main container, root, its resources, validator.args (replacing
+        the main container's), validator.env (set in it; the component init containers have env of their own)."""
+        main = pod['containers'][0]
+        main['image'] = skeleton.image(validator, 'validator')
+        main['imagePullPolicy'] = validator['imagePullPolicy']
+        main['securityContext']['runAsUser'] = 0
+        if validator['resources']:
+            main['resources'] = copy.deepcopy(validator['resources'])
+        if validator['args']:
+            main['args'] = list(validator['args'])
+        if validator['env']:
+            main['env'] = policy.merge_env(main.get('env', []), validator['env'])
+        skeleton.host_network(pod, validator['hostNetwork'])
+
     def objects(self, resolved, context):
         """Its layout, the validator image on every container and each component's env on its init container (as
         TransformValidator sets them), validator.args (replacing the main container's, as there) and validator.env on the
@@ -101,19 +119,7 @@ class Validator(skeleton.Operand):
         validator = resolved['validator']
         pod = self.layout(resolved, image_settings(validator))
         skeleton.validation_containers(pod, validator)
-        main = pod['containers'][0]
-        main['image'] = skeleton.image(validator, 'validator')
-        main['imagePullPolicy'] = validator['imagePullPolicy']
-        main['securityContext']['runAsUser'] = 0
-        if validator['resources']:
-            main['resources'] = copy.deepcopy(validator['resources'])
-        # As TransformValidatorShared: args replace the main container's, env is set in it (the component init containers
-        # have env of their own).
-        if validator['args']:
-            main['args'] = list(validator['args'])
-        if validator['env']:
-            main['env'] = policy.merge_env(main.get('env', []), validator['env'])
-        skeleton.host_network(pod, validator['hostNetwork'])
+        self.main_container(pod, validator)
         return self.accounts(context.namespace) + [self.daemonset_object(pod, resolved, context.namespace, labels=dict(LABELS))]
 
 

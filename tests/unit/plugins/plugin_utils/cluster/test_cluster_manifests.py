@@ -23,7 +23,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, prerequisites as cm, registry, skeleton, validation
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, prerequisites as cm, registry, skeleton, validation, vgpu_profiles
 
 REPO = Path(__file__).resolve().parents[5]
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
@@ -152,9 +152,11 @@ def test_defaults():
     rendered = render({})
     assert sorted(by_name(rendered['present'], 'DaemonSet')) == [
         'nvidia-dcgm-exporter', 'nvidia-device-plugin-daemonset', 'nvidia-device-plugin-mps-control-daemon', 'nvidia-mig-manager']
-    # off by default (GFD: deviation gfd-default; the node status exporter and the standalone DCGM as in the chart)
+    # off by default (GFD: deviation gfd-default; the node status exporter and the standalone DCGM as in the chart; the sandbox
+    # operands without sandboxWorkloads.enabled)
     assert {o['metadata']['name'] for o in rendered['absent'] if o['kind'] == 'DaemonSet'} == {
-        'gpu-feature-discovery', 'nvidia-node-status-exporter', 'nvidia-dcgm'}
+        'gpu-feature-discovery', 'nvidia-node-status-exporter', 'nvidia-dcgm', 'nvidia-vgpu-device-manager', 'nvidia-sandbox-validator',
+        'nvidia-vfio-manager', 'nvidia-sandbox-device-plugin-daemonset', 'nvidia-kata-sandbox-device-plugin-daemonset', 'nvidia-cc-manager'}
     plugin = by_name(rendered['present'], 'DaemonSet')['nvidia-device-plugin-daemonset']
     assert plugin['spec']['updateStrategy'] == {'type': 'RollingUpdate', 'rollingUpdate': {'maxUnavailable': 1}}
     pod = plugin['spec']['template']['spec']
@@ -184,7 +186,9 @@ def test_release_defaults_are_stated_once():
     """The images come from each operand's `image`, the one place a bump changes (the validator's is the release's)."""
     resolved = render({})['resolved']['spec']
     owners = [operand for operand in registry.OPERANDS if operand.image]
-    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgm', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter'}
+    assert {operand.section for operand in owners} == {'validator', 'devicePlugin', 'dcgm', 'dcgmExporter', 'gfd', 'migManager', 'nodeStatusExporter',
+                                                       'vgpuDeviceManager', 'vfioManager', 'sandboxDevicePlugin', 'kataSandboxDevicePlugin',
+                                                       'ccManager'}
     for operand in owners:
         spec = resolved[operand.section]
         assert (spec['repository'], spec['image'], spec['version']) == operand.image
@@ -249,7 +253,8 @@ def test_validator_component_env_reaches_its_validation_init_containers():
                for item in obj['spec']['template']['spec'].get('initContainers', []) if item['name'] == 'toolkit-validation']
     assert len(waiting) >= 5 and all(env_of(item).get('NVIDIA_VISIBLE_DEVICES') == 'void' for _name, item in waiting), waiting
     cluster_policy = registry.cluster_policy(rendered['resolved'])['spec']['validator']
-    assert cluster_policy['plugin'] == {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]} and 'vgpuDevices' not in cluster_policy
+    assert cluster_policy['plugin'] == {'env': [{'name': 'WITH_WORKLOAD', 'value': 'true'}]} and cluster_policy['vgpuDevices'] == {'env': []}
+    assert cluster_policy['vfioPCI'] == {'env': [{'name': 'X', 'value': 'y'}]}
 
 
 def test_host_paths_reach_the_operands_that_mount_them():
@@ -349,7 +354,8 @@ def test_label_settings_follow_the_plugin_config():
     spec = SCENARIOS['time-slicing and MPS configs, per node']['policy']
     # GFD is on in this scenario but publishes through NFD only: without NFD the node labels stage writes its labels
     assert label_settings(spec) == {'mig_strategy': 'single', 'mig_config': 'all-disabled', 'labels': {}, 'gfd_labels': True, 'nfd_enabled': False,
-                                    'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True}}
+                                    'sharing': {'strategy': 'time-slicing', 'replicas': 4, 'rename_by_default': True},
+                                    'sandbox_workloads': {'enabled': False, 'defaultWorkload': 'container', 'mode': 'kubevirt'}}
     assert label_settings(spec, nfd_enabled=True)['gfd_labels'] is False and label_settings({}, nfd_enabled=True)['gfd_labels'] is True
     assert label_settings({}, nfd_enabled=True)['nfd_enabled'] is True
     assert label_settings(spec, 'mps')['sharing'] == {'strategy': 'mps', 'replicas': 2, 'rename_by_default': False}
@@ -413,11 +419,13 @@ def test_config_maps_made_from_data_are_removed_once_no_longer_named():
     found = [cluster_map('plugin-a', 'devicePlugin.config'), cluster_map('plugin-old', 'devicePlugin.config'),
              cluster_map('metrics-a', 'dcgmExporter.config'), cluster_map('users-own')]
     operands = FilterModule().filters()['cluster_operands']
-    stale = [o for o in operands(resolution(scenario), config_maps=found)['absent'] if o['kind'] == 'ConfigMap']
+    stale = [o for o in operands(resolution(scenario), config_maps=found)['absent']
+             if o['kind'] == 'ConfigMap' and o['metadata']['name'] != vgpu_profiles.VGPU_CONFIG_MAP]  # the vGPU device manager's, off
     assert stale == [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'plugin-old', 'namespace': 'gpu-operator'}}]
     # Named without data now (NVIDIA's kubectl flow over a map an earlier run made): mounted, so kept.
     named = resolution({'policy': {'devicePlugin': {'config': {'name': 'plugin-old'}}}})
-    assert [o['metadata']['name'] for o in operands(named, config_maps=found)['absent'] if o['kind'] == 'ConfigMap'] == ['plugin-a', 'metrics-a']
+    assert [o['metadata']['name'] for o in operands(named, config_maps=found)['absent']
+            if o['kind'] == 'ConfigMap' and o['metadata']['name'] != vgpu_profiles.VGPU_CONFIG_MAP] == ['plugin-a', 'metrics-a']
 
 
 def test_cdi_follows_the_nodes():
@@ -466,7 +474,8 @@ def test_mig_manager_configs():
     assert env_of(manager['containers'][0])['CONFIG_FILE'] == '/mig-parted-config/config.yaml'
     volumes = dict((v['name'], v) for v in manager['volumes'])
     assert volumes['mig-parted-config']['configMap'] == {'name': 'my-mig'} and volumes['gpu-clients']['configMap'] == {'name': 'my-clients'}
-    assert {o['metadata']['name'] for o in custom['absent'] if o['kind'] == 'ConfigMap'} == {'default-mig-parted-config', 'default-gpu-clients'}
+    assert {o['metadata']['name'] for o in custom['absent'] if o['kind'] == 'ConfigMap'} == {
+        'default-mig-parted-config', 'default-gpu-clients', vgpu_profiles.VGPU_CONFIG_MAP}  # the last: the vGPU device manager is off
     assert 'my-mig' in by_name(custom['present'], 'ConfigMap')
 
 
@@ -583,7 +592,8 @@ def test_rbac_is_the_operators_without_wildcards():
         assert binding['roleRef']['name'] == binding['metadata']['name'] != 'cluster-admin'
     accounts = set(by_name(objects, 'ServiceAccount'))
     used = set(ds['spec']['template']['spec']['serviceAccountName'] for ds in by_name(objects, 'DaemonSet').values())
-    assert accounts == used == set(operand.account for operand in registry.OPERANDS)
+    # the sandbox operands' with sandboxWorkloads.enabled (test_sandbox_operands.py)
+    assert accounts == used == set(operand.account for operand in registry.OPERANDS if not isinstance(operand, skeleton.SandboxOperand))
 
 
 def test_namespace_and_crd():

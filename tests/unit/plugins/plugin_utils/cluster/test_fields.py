@@ -46,7 +46,7 @@ CRD = crd_leaves(yaml.safe_load((OPERATOR / 'nvidia.com_clusterpolicies.yaml').r
 def test_the_operators_inputs_are_unchanged():
     """Each file still has the git blob id SOURCE.md names: NVIDIA's inputs, not edited copies."""
     rows = re.findall(r'^\| `([^`]+)` \| .* \| `([0-9a-f]{40})` \|$', (OPERATOR / 'SOURCE.md').read_text(), re.M)
-    assert len(rows) == 3
+    assert len(rows) == 4
     for name, blob in rows:
         data = (OPERATOR / name).read_bytes()
         assert hashlib.sha1(b'blob %d\0' % len(data) + data).hexdigest() == blob, name
@@ -194,8 +194,11 @@ def test_the_operators_sample_is_accepted_whole():
                                  'the name the chart gives it']
     spec = registry.cluster_policy(resolved)['spec']
     given = SAMPLE['spec']
-    for section in ('gds', 'psp', 'sandboxWorkloads', 'vgpuManager', 'vgpuDeviceManager', 'vfioManager', 'sandboxDevicePlugin', 'kataManager'):
+    for section in ('gds', 'psp', 'vgpuManager', 'kataManager'):
         assert spec[section] == given[section], section
+    # the sandbox sections are honoured: as given, over the release's defaults
+    for section in ('sandboxWorkloads', 'vgpuDeviceManager', 'vfioManager', 'sandboxDevicePlugin'):
+        assert spec[section] == policy.merge(spec[section], given[section]), section
     assert spec['operator'] == dict(given['operator'], runtimeClass='nvidia')
     assert spec['driver'] == dict(given['driver'], enabled=False) and spec['toolkit'] == dict(given['toolkit'], enabled=False)
     assert spec['dcgm']['enabled'] is True and given['dcgm']['enabled'] is True
@@ -221,7 +224,7 @@ def test_what_is_not_the_crds_is_refused_by_name(given, message):
 def test_status_and_nulls_are_left_out():
     resolved = registry.resolution({'kind': 'ClusterPolicy', 'spec': {'validator': {'plugin': None}, 'gds': None}, 'status': {'state': 'ready'}})
     assert resolved['notes'] == ['status is ignored: the validation stage writes it']
-    assert resolved['kept'] == {'validator': {}} and resolved['spec'] == registry.resolution()['spec']
+    assert resolved['kept'] == {} and resolved['spec'] == registry.resolution()['spec']
 
 
 def test_the_helm_managed_by_label_is_left_out_with_a_note():

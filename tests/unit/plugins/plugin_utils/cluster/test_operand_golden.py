@@ -104,6 +104,49 @@ CASES = {
                                                                                                         {'name': 'DEBUG', 'value': 'true'}],
                 'resources': {'limits': {'memory': '50Mi'}}, 'hostNetwork': True}}},
     },
+    'vgpu_device_manager': {
+        'sandbox workloads on: the default configs': {'policy': {'sandboxWorkloads': {'enabled': True}}},
+        'configs of the user, mirror, args, env, resources': {'registry': MIRROR, 'policy': {
+            'sandboxWorkloads': {'enabled': True}, 'validator': {'imagePullSecrets': ['pull']}, 'vgpuDeviceManager': {
+                'config': {'name': 'my-vgpu-configs', 'default': 'A10-12Q'}, 'args': ['--debug'], 'env': [{'name': 'DEFAULT_VGPU_CONFIG', 'value': 'x'}],
+                'resources': {'limits': {'memory': '100Mi'}}, 'imagePullSecrets': ['pull']}}},
+    },
+    'sandbox_validator': {
+        'defaults (off)': {},
+        'on: default workload, component env, args, env, host root, daemonsets': {'registry': MIRROR, 'policy': {
+            'sandboxWorkloads': {'enabled': True, 'defaultWorkload': 'vm-passthrough'}, 'daemonsets': DAEMONSETS,
+            'hostPaths': {'rootFS': '/host-root'}, 'validator': {
+                'env': [{'name': 'DEBUG', 'value': 'true'}], 'args': ['sleep infinity'], 'imagePullSecrets': ['pull'],
+                'vfioPCI': {'env': [{'name': 'DEFAULT_GPU_WORKLOAD_CONFIG', 'value': 'vm-vgpu'}]}, 'vgpuManager': {'env': [{'name': 'A', 'value': '1'}]},
+                'vgpuDevices': {'env': [{'name': 'B', 'value': '2'}]}}}},
+        'cc manager off': {'policy': {'sandboxWorkloads': {'enabled': True}, 'ccManager': {'enabled': False}}},
+    },
+    'vfio_manager': {
+        'defaults (off)': {},
+        'on: mirror, driver manager, args, env, resources, host network': {'registry': MIRROR, 'policy': {
+            'sandboxWorkloads': {'enabled': True}, 'vfioManager': {
+                'driverManager': {'env': [{'name': 'ENABLE_AUTO_DRAIN', 'value': 'true'}], 'imagePullSecrets': ['pull'], 'version': 'v0.12.1'},
+                'args': ['vfio-manage bind --all --verbose && sleep infinity'], 'env': [{'name': 'DEBUG', 'value': 'true'}],
+                'resources': {'limits': {'memory': '300Mi'}}, 'hostNetwork': True}}},
+    },
+    'sandbox_device_plugin': {
+        'on (kubevirt)': {'policy': {'sandboxWorkloads': {'enabled': True}}},
+        'on: mirror, pull secrets, args, env, resources, host network': {'registry': MIRROR, 'policy': {
+            'validator': {'imagePullSecrets': ['pull'], 'resources': {'limits': {'memory': '50Mi'}}}, 'sandboxWorkloads': {'enabled': True},
+            'sandboxDevicePlugin': {'imagePullSecrets': ['pull'], 'args': ['-v=4'], 'env': [{'name': 'PCI_VENDOR', 'value': '10de'}],
+                                    'resources': {'limits': {'memory': '100Mi'}}, 'hostNetwork': True}}},
+    },
+    'kata_device_plugin': {
+        'on (kata)': {'policy': {'sandboxWorkloads': {'enabled': True, 'mode': 'kata'}}},
+        'off in mode kubevirt, with env and args': {'policy': {'sandboxWorkloads': {'enabled': True}, 'kataSandboxDevicePlugin': {
+            'args': ['-v=4'], 'env': [{'name': 'P2P', 'value': 'true'}]}}},
+    },
+    'cc_manager': {
+        'on (kata): default mode, env, args, resources': {'policy': {'sandboxWorkloads': {'enabled': True, 'mode': 'kata'}, 'ccManager': {
+            'defaultMode': 'devtools', 'env': [{'name': 'DEFAULT_CC_MODE', 'value': 'off'}, {'name': 'X', 'value': 'y'}], 'args': ['--debug'],
+            'resources': {'requests': {'cpu': '50m'}}}}},
+        'off in mode kubevirt': {'policy': {'sandboxWorkloads': {'enabled': True}}},
+    },
     'validator': {
         'defaults': {},
         'mirror, pull secrets, resources, no device plugin, daemonsets': {'registry': MIRROR, 'policy': {

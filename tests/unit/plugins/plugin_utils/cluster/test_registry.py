@@ -15,9 +15,10 @@ OWNERS = [operand for operand in registry.OPERANDS if operand.image]
 
 
 def test_each_operand_selects_on_a_deploy_label_the_nodes_get():
-    """nvidia.com/gpu.deploy.<component> of every operand is one the node labels stage writes (contract.DEPLOY_COMPONENTS)."""
+    """nvidia.com/gpu.deploy.<component> of every operand is one the node labels stage writes (contract.STATE_COMPONENTS: the
+    container workload's, the MIG manager's, the VM workloads')."""
     for operand in registry.OPERANDS:
-        assert operand.deploy in contract.DEPLOY_COMPONENTS + (contract.MIG_MANAGER_COMPONENT,), operand.daemonset
+        assert operand.deploy in contract.STATE_COMPONENTS, operand.daemonset
 
 
 def test_names_are_unique_and_each_section_has_one_owner():
