@@ -66,8 +66,8 @@ options:
     default: false
   packages:
     description:
-      - Per feature (keys C(rdma), C(gds), C(gdrcopy)), the packages to install instead of the defaults (an empty list installs
-        none: the module is there already, for example built by the driver's DKMS).
+      - Per feature (keys C(rdma), C(gds), C(gdrcopy)), the packages to install instead of the defaults; an empty list installs
+        none (the module is there already, for example built by the driver's DKMS).
     type: dict
     default: {}
   hold:
