@@ -17,7 +17,6 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import packages as driver_packages
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import plan as driver_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.executor import installed_packages, run
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import plan as gpudirect_plan
@@ -25,7 +24,8 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect.plan
 
 RECORD_KEYS = (('manager', lambda value: value is None or isinstance(value, str)),
                ('installed', lambda value: isinstance(value, list)), ('held', lambda value: isinstance(value, list)),
-               ('loaded', lambda value: isinstance(value, list)), ('files', lambda value: isinstance(value, dict)))
+               ('loaded', lambda value: isinstance(value, list)), ('files', lambda value: isinstance(value, dict)),
+               ('directories', lambda value: isinstance(value, list)))
 
 
 def load_record(path):
@@ -92,18 +92,27 @@ class Executor(object):
         self.module = module
         self.facts = facts
         self.planned = planned
-        self.record = dict(facts['record']) or dict(manager=facts['manager'], installed=[], held=[], loaded=[], files={})
+        self.record = dict(facts['record']) or dict(manager=facts['manager'], installed=[], held=[], loaded=[], files={}, directories=[])
         self.actions = []
         self.diff = []
         self.changed = False
 
+    def _directories(self, path):
+        """Make the missing directories above `path`, recorded first (state=absent removes them when empty)."""
+        missing = files.missing_directories(path)
+        if missing:
+            self.record['directories'] = self.record['directories'] + [item for item in missing if item not in self.record['directories']]
+            if path != self.module.params['record_file']:
+                self._write_record()
+            files.make_directories(missing)
+
     def _write_record(self):
         path = self.module.params['record_file']
-        files.make_directories(files.missing_directories(path))
+        self._directories(path)
         files.write_atomic(self.module, path, to_bytes(json.dumps(self.record, indent=2, sort_keys=True) + '\n'), mode=0o600)
 
     def _done(self, step):
-        self.actions.append(driver_plan.describe(step))
+        self.actions.append(gpudirect_plan.describe(step))
         self.changed = True
 
     def write(self, step):
@@ -112,7 +121,7 @@ class Executor(object):
         if step.get('record') and path not in self.record['files']:
             self.record['files'][path] = to_text(before) if before is not None else None
             self._write_record()
-        files.make_directories(files.missing_directories(path))
+        self._directories(path)
         files.write_atomic(self.module, path, step['data'], mode=0o644)
         self.diff.append(files.diff_entry(path, before, step['data']))
         self.facts['files'][path] = step['data']
@@ -145,22 +154,27 @@ class Executor(object):
         if rc != 0 and step.get('soft'):
             self.planned['reboot_required'] = True
             self.planned['warnings'].append('%s failed (rc=%d: %s): the modules are as wanted only after a reboot (a container cannot '
-                                            'load kernel modules)' % (driver_plan.describe(step), rc, (to_text(err) or to_text(out)).strip()))
+                                            'load kernel modules)' % (gpudirect_plan.describe(step), rc, (to_text(err) or to_text(out)).strip()))
             return
         if rc != 0:
-            raise GpuDirectError('%s failed (rc=%d: %s)' % (driver_plan.describe(step), rc, (to_text(err) or to_text(out)).strip()))
+            raise GpuDirectError('%s failed (rc=%d: %s)' % (gpudirect_plan.describe(step), rc, (to_text(err) or to_text(out)).strip()))
         if step.get('hold') or step.get('load'):
             self.record['held'] = sorted(set(self.record['held']) | set(step.get('hold', ())))
             self.record['loaded'] += [step['load']] if step.get('load') and step['load'] not in self.record['loaded'] else []
             self._write_record()
         self._done(step)
 
+    def rmdir(self, step):
+        if files.remove_empty_directory(step['path']):
+            self._done(step)
+
     def record_step(self, step):
         if self.record != self.facts['record']:
-            self.actions.append(driver_plan.describe(step))
+            self.actions.append(gpudirect_plan.describe(step))
 
     def run_steps(self, steps):
-        handlers = dict(write=self.write, remove=self.remove, install=self.install, run=self.command, record=self.record_step)
+        handlers = dict(write=self.write, remove=self.remove, install=self.install, run=self.command, record=self.record_step,
+                        rmdir=self.rmdir)
         for step in steps:
             handlers[step['kind']](step)
 
@@ -193,7 +207,7 @@ def apply(module, result):
     steps = planned['steps'] + gpudirect_plan.ready_steps(facts, params, planned['checks'])
     check_steps(steps)
     if module.check_mode:
-        result.update(actions=[driver_plan.describe(step) for step in steps], checks=planned['checks'])
+        result.update(actions=[gpudirect_plan.describe(step) for step in steps], checks=planned['checks'])
         result['changed'] = bool(result['actions'])
         if module._diff:
             result['diff'] = [files.diff_entry(step['path'], facts['files'].get(step['path']), step.get('data'))

@@ -6,7 +6,8 @@
 """GPUDirect on the host (ClusterPolicy driver.rdma, gds, gdrcopy): the features, their checks and the planner (pure).
 
 A step is a dict with `kind` as in the nvidia_driver planner (driver/plan.py): run (argv; `soft`, `hold`, `unhold`,
-`remove`, `load`), install (argv, packages), write (path, data, record), remove (path), record (path).
+`remove`, `load`), install (argv, packages), write (path, data, record), remove (path), record (path), rmdir (path: removed
+when empty).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -17,6 +18,7 @@ import os
 from ansible.module_utils.common.text.converters import to_bytes
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import plan as driver_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.plan import COMMANDS
 
 # Each feature: the kernel module (its /proc/modules name; modprobe takes it too), the packages that bring it from
@@ -170,8 +172,15 @@ def _absent(facts, params, result):
         if facts['files'].get(path) != wanted:
             steps.append(dict(kind='write', path=path, data=wanted) if wanted is not None else dict(kind='remove', path=path))
     steps.append(dict(kind='remove', path=params['record_file']))
+    # The directories the module made (the record's own among them), innermost first, where they are empty.
+    steps += [dict(kind='rmdir', path=path) for path in reversed(record.get('directories', []))]
     result['steps'] = steps
     result['packages'] = ours
+
+
+def describe(step):
+    """The line of RV(actions) for a step."""
+    return 'rmdir %s' % step['path'] if step['kind'] == 'rmdir' else driver_plan.describe(step)
 
 
 def files_to_read(params, record):

@@ -92,10 +92,11 @@ def args_of(tmp_path, **overrides):
 
 
 def tree(tmp_path):
-    """Every file under the node's writable places and the captured proc/modules, with its bytes."""
+    """Every directory and file under the node's writable places and the captured proc/modules, with its bytes."""
     found = {}
     for top in ('modules-load.d', 'validations', 'lib', 'dev', 'proc'):
         for base, dirs, names in os.walk(str(tmp_path / top)):
+            found[base] = None
             for name in names:
                 with open(os.path.join(base, name), 'rb') as handle:
                     found[os.path.join(base, name)] = handle.read()
