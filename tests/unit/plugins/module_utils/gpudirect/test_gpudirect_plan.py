@@ -19,6 +19,7 @@ import shutil
 
 import pytest
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks as doctor_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import plan as driver_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import executor as gpudirect_executor
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import plan as gpudirect_plan
@@ -187,3 +188,21 @@ def test_disabling_every_feature_removes_the_modules_load_file_it_wrote():
     planned = gpudirect_plan.plan(facts, params_of(gds=True, packages=dict(gds=[]), load_modules=False))
     assert actions(planned) == ['write ' + LOAD_FILE, 'write ' + RECORD]
     assert planned['reboot_required'] is True
+
+
+def test_the_doctor_reports_each_module_the_list_names(loaded_tree):
+    """doctor checks.gpudirect_findings on the captured tree (nothing loaded: an error each) and on the tree with the modules
+    (info each); a module the list does not name is not checked, and without a list nothing is."""
+    wanted = ['nvidia_fs', 'gdrdrv']
+    captured = dict(wanted=wanted, state=gpudirect_executor.node_state(params_of(
+        procfs_root=os.path.join(GPUS, 'h100-x1', 'proc'), sysfs_root=os.path.join(GPUS, 'h100-x1', 'sys'), dev_root=loaded_tree)))
+    found = doctor_checks.gpudirect_findings(captured)
+    assert [(item['check'], item['severity']) for item in found] == [('gpudirect-gds', 'error'), ('gpudirect-gdrcopy', 'error')]
+    assert found[1]['evidence'] == ['kernel module gdrdrv is not loaded (/proc/modules)']
+    loaded = dict(wanted=['nvidia_peermem'] + wanted, state=gpudirect_executor.node_state(params_of(
+        procfs_root=os.path.join(loaded_tree, 'proc'), sysfs_root=os.path.join(loaded_tree, 'sys'), dev_root=os.path.join(loaded_tree, 'dev'))))
+    found = doctor_checks.gpudirect_findings(loaded)
+    assert [(item['check'], item['severity']) for item in found] == [
+        ('gpudirect-rdma', 'info'), ('gpudirect-gds', 'info'), ('gpudirect-gdrcopy', 'info')]
+    assert found[0]['summary'] == 'nvidia_peermem (driver.rdma.enabled) is loaded (%s)' % CAPTURED_DRIVER
+    assert doctor_checks.gpudirect_findings(dict(wanted=None, state=None)) == []
