@@ -278,8 +278,9 @@ def gpudirect_findings(facts):
         result = gpudirect_plan.check(item, facts['state'])
         check = 'gpudirect-%s' % item['name']
         if not result['problems']:
-            found.append(finding(check, 'info', '%s (%s) is loaded%s' % (item['module'], item['field'], ' (%s)' % result['version']
-                                                                          if result['version'] else ''), ['/proc/modules lists %s' % item['module']]))
+            version = ' (%s)' % result['version'] if result['version'] else ''
+            found.append(finding(check, 'info', '%s (%s) is loaded%s' % (item['module'], item['field'], version),
+                                 ['/proc/modules lists %s' % item['module']]))
             continue
         found.append(finding(check, 'error', '%s (%s) is not ready' % (item['module'], item['field']), result['problems'],
                              'run %s again (it installs and loads %s); a module that does not load says why in the kernel log (dmesg); '
