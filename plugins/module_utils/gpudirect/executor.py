@@ -230,5 +230,8 @@ def apply(module, result):
     result['ready'] = all(not found['problems'] for found in result['checks'])
     result['labels'] = gpudirect_plan.capable_labels(facts['modules'])
     result['reboot_required'] = planned['reboot_required']
+    # A feature whose checks fail does not fail the run (a module loads at the next boot, the RDMA stack comes later): it is said.
+    planned['warnings'] += ['%s is not ready: %s' % (gpudirect_plan.feature(found['feature'])['field'], '; '.join(found['problems']))
+                            for found in result['checks'] if found['problems'] and not module.check_mode]
     for warning in planned['warnings']:
         module.warn(warning)

@@ -125,6 +125,17 @@ def test_install_load_check_then_absent_restores_the_node(capsys, node, tmp_path
     assert tree(tmp_path) == before and node.installed == installed_before and node.held == set()
 
 
+def test_a_feature_that_is_not_ready_is_warned_about(capsys, node, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, msg: seen.append(msg))
+    node.run_command = lambda args, **kwargs: (1, '', 'modprobe: FATAL: Module gdrdrv not found') if 'modprobe' in args[0] else (0, '', '')
+    monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, args, **kwargs: node.run_command(args))
+    result = run_module(capsys, gpudirect.main, args_of(tmp_path, gdrcopy=True, packages=dict(gdrcopy=[])))
+    assert result['ready'] is False and result['reboot_required'] is True
+    assert [warning.split(' (')[0] for warning in seen] == ['modprobe gdrdrv failed',
+                                                           'gdrcopy.enabled is not ready: kernel module gdrdrv is not loaded']
+
+
 def test_a_package_already_there_is_not_removed(capsys, node, tmp_path):
     node.installed['nvidia-fs'] = '2.24-1'  # the admin's
     run_module(capsys, gpudirect.main, args_of(tmp_path, gds=True, gdrcopy=True, hold=False))
