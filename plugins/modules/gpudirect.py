@@ -27,6 +27,8 @@ description:
   - O(state=absent) undoes what this module did, as recorded in O(record_file) - unholds and removes the packages it installed,
     unloads the modules it loaded, restores the files it wrote byte for byte - and nothing else.
   - A node without an NVIDIA GPU on the PCI bus is left alone.
+  - A feature switched off leaves the boot list (the list this module wrote goes back to what was there when none is left);
+    its packages stay installed and held, and its module loaded, until O(state=absent).
 version_added: 0.2.0
 author:
   - gpuops developers (@gpuops)

@@ -216,7 +216,7 @@ def apply(module, result):
         executor = Executor(module, facts, planned)
         try:
             executor.run_steps(planned['steps'])
-            if params['state'] == 'present':
+            if params['state'] == 'present' and facts['gpu_count']:
                 # The checks again on the node as the steps left it; the status files follow them.
                 facts.update(node_state(params))
                 facts['record'] = executor.record

@@ -144,6 +144,15 @@ def test_a_package_already_there_is_not_removed(capsys, node, tmp_path):
     assert ['apt-get', 'purge', '-y', 'gdrdrv-dkms'] in node.calls
 
 
+def test_a_node_without_gpu_is_left_alone(capsys, node, tmp_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, msg: seen.append(msg))
+    result = run_module(capsys, gpudirect.main, args_of(tmp_path, gds=True, gdrcopy=True,
+                                                        sysfs_root=os.path.join(GPUS, 'cpu-only', 'sys')))
+    assert (result['changed'], result['actions'], result['checks'], seen) == (False, [], [], [])
+    assert node.installed == {} and not os.path.exists(str(tmp_path / 'modules-load.d'))
+
+
 def test_use_host_mofed_without_rdma_core_fails(capsys, node, tmp_path):
     result = run_module(capsys, gpudirect.main, args_of(tmp_path, rdma=True, use_host_mofed=True), failed=True)
     assert 'ib_core' in result['msg'] and not os.path.exists(str(tmp_path / 'lib' / 'gpudirect.json'))
