@@ -132,8 +132,8 @@ def test_a_feature_that_is_not_ready_is_warned_about(capsys, node, tmp_path, mon
     monkeypatch.setattr(AnsibleModule, 'run_command', lambda self, args, **kwargs: node.run_command(args))
     result = run_module(capsys, gpudirect.main, args_of(tmp_path, gdrcopy=True, packages=dict(gdrcopy=[])))
     assert result['ready'] is False and result['reboot_required'] is True
-    assert [warning.split(' (')[0] for warning in seen] == ['modprobe gdrdrv failed',
-                                                           'gdrcopy.enabled is not ready: kernel module gdrdrv is not loaded']
+    expected = ['modprobe gdrdrv failed', 'gdrcopy.enabled is not ready: kernel module gdrdrv is not loaded']
+    assert [warning.split(' (')[0] for warning in seen] == expected
 
 
 def test_a_package_already_there_is_not_removed(capsys, node, tmp_path):
