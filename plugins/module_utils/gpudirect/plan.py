@@ -29,7 +29,9 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver.plan im
 # nvidia-peermem is built with the driver's kernel modules (no package of its own); nvidia-fs is the CUDA repository's
 # nvidia-fs package (NVIDIA GPUDirect Storage installation guide); gdrdrv is gdrdrv-dkms (deb) / gdrcopy-kmod (rpm)
 # (NVIDIA/gdrcopy packages/, the CUDA redist gdrcopy directory). The device nodes: /dev/nvidia-fs0.. (nvidia-fs), /dev/gdrdrv
-# (NVIDIA/gdrcopy insmod.sh makes it from gdrdrv's major in /proc/devices).
+# (NVIDIA/gdrcopy insmod.sh makes it from gdrdrv's major in /proc/devices). nvidia_peermem exports the driver's version
+# (NVIDIA/open-gpu-kernel-modules kernel-open/nvidia-peermem/nvidia-peermem.c: MODULE_VERSION(NV_VERSION_STRING)), so
+# /sys/module/nvidia_peermem/version differs from /sys/module/nvidia/version only when it was built for another driver.
 FEATURES = (
     dict(name='rdma', field='driver.rdma.enabled', module='nvidia_peermem', packages=dict(apt=[], dnf=[]), devices=(),
          ready='nvidia-peermem-ready', label='nvidia.com/peermem.capable', driver_version=True),
