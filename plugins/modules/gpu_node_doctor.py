@@ -82,6 +82,17 @@ options:
     description: The extended resource the device plugin advertises.
     type: str
     default: nvidia.com/gpu
+  gpudirect_modules_load_file:
+    description:
+      - The list of GPUDirect modules module C(gpudirect) loads at boot; each module it names (C(nvidia_peermem), C(nvidia_fs),
+        C(gdrdrv)) is checked as that module checks it (loaded, device nodes, C(nvidia_peermem) of the loaded driver's version)
+        and reported, an error when it is not ready. No list, nothing checked.
+    type: path
+    default: /etc/modules-load.d/gpuops-gpudirect.conf
+  dev_root:
+    description: Where the GPUDirect device nodes (C(nvidia-fs0), C(gdrdrv)) are looked for.
+    type: path
+    default: /dev
 notes:
   - Run it as root; without root the kernel log and some files may not be readable (reported, not fatal).
   - The doctor playbook (C(gpuops.gpu_operator.doctor)) runs it on every GPU node and joins its findings with those
@@ -156,6 +167,8 @@ def main():
         crio_drop_in=dict(type='path', default='/etc/crio/crio.conf.d/99-nvidia.conf'),
         device_plugin_dir=dict(type='path', default=device_plugin_check.DEFAULT_SOCKET_DIR),
         resource_name=dict(type='str', default=device_plugin_check.DEFAULT_RESOURCE),
+        gpudirect_modules_load_file=dict(type='path', default='/etc/modules-load.d/gpuops-gpudirect.conf'),
+        dev_root=dict(type='path', default='/dev'),
     )
     argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

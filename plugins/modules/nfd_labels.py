@@ -17,6 +17,9 @@ description:
   - "NFD: C(feature.node.kubernetes.io/pci-10de.present) (the form the Operator configures NFD with) and the
     class-qualified C(pci-0300_10de.present) / C(pci-0302_10de.present), C(kernel-version.full/major/minor/revision),
     C(system-os_release.ID/VERSION_ID/VERSION_ID.major/VERSION_ID.minor)."
+  - "The chart's NodeFeatureRule C(nvidia-kernel-modules) (NFD with C(nfd.nodefeaturerules)): C(nvidia.com/peermem.capable),
+    C(nvidia.com/gds.capable) and C(nvidia.com/gdrcopy.capable) when C(nvidia_peermem), C(nvidia_fs) or C(gdrdrv) is loaded
+    (C(modules) under O(procfs_root)); role gpu_node_labels applies them where NFD does not run."
   - "Operator: C(nvidia.com/gpu.present) and C(nvidia.com/gpu.deploy.*) (C(mig-manager) on MIG-capable nodes). A deploy
     label already on the Node with a non-empty value (V(pre-installed), V(paused-for-driver-upgrade), V(false)) is kept.
     A Node that had C(gpu.present=true) and no longer shows a GPU gets C(gpu.present=false) and loses its deploy labels.

@@ -24,6 +24,7 @@ import time
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.systemd import NOT_BOOTED
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import plan as gpudirect_plan
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import containerd_config, toml_doc
 
 SEVERITIES = ('error', 'warning', 'info')
@@ -264,6 +265,27 @@ def driver_findings(facts):
     if facts.get('secure_boot') == 'enabled' and not working:
         found.append(finding('secure-boot', 'error', 'Secure Boot is enabled and no NVIDIA module works: the kernel loads only signed modules',
                              ['SecureBoot EFI variable: enabled'], KERNEL_PATTERNS[2][4]))
+    return found
+
+
+def gpudirect_findings(facts):
+    """GPUDirect as module gpudirect set it up: facts is dict(wanted: the modules its modules-load.d list names (None: no list),
+    state: gpudirect executor.node_state()). Each wanted module gets a finding: info when its checks pass, error otherwise."""
+    found = []
+    for item in gpudirect_plan.FEATURES:
+        if item['module'] not in (facts['wanted'] or ()):
+            continue
+        result = gpudirect_plan.check(item, facts['state'])
+        check = 'gpudirect-%s' % item['name']
+        if not result['problems']:
+            version = ' (%s)' % result['version'] if result['version'] else ''
+            found.append(finding(check, 'info', '%s (%s) is loaded%s' % (item['module'], item['field'], version),
+                                 ['/proc/modules lists %s' % item['module']]))
+            continue
+        found.append(finding(check, 'error', '%s (%s) is not ready' % (item['module'], item['field']), result['problems'],
+                             'run %s again (it installs and loads %s); a module that does not load says why in the kernel log (dmesg); '
+                             'nvidia_peermem needs the RDMA stack (ib_core) loaded first; a module built for another driver is '
+                             'reinstalled with the driver and loaded again' % (SITE, item['module'])))
     return found
 
 

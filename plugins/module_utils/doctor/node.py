@@ -23,6 +23,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import files
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import executor as gpudirect_executor
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
@@ -58,6 +59,14 @@ def gather_driver(module):
     return dict(gpu=gpu, proc_driver=driver_state.proc_driver(params['procfs_root']),
                 modules=driver_state.parse_proc_modules(modules) if modules is not None else None,
                 secure_boot=driver_state.secure_boot(params['sysfs_root']))
+
+
+def gather_gpudirect(module):
+    """What doctor_checks.gpudirect_findings() needs: the modules gpudirect's modules-load.d list names, and the node's state."""
+    params = module.params
+    text = gpu_discovery.read_text(params['gpudirect_modules_load_file'])
+    wanted = None if text is None else [line.strip() for line in text.splitlines() if line.strip() and not line.startswith('#')]
+    return dict(wanted=wanted, state=gpudirect_executor.node_state(params) if wanted else None)
 
 
 def gather_kernel_log(module):
@@ -157,12 +166,13 @@ def gather(module):
     """Everything the node checks need, and the device plugin's sockets for the cluster checks."""
     params = module.params
     return dict(driver=gather_driver(module), kernel_log=gather_kernel_log(module), runtime=gather_runtime(module),
+                gpudirect=gather_gpudirect(module),
                 device_plugin_sockets=device_plugin_check.observe_sockets(params['device_plugin_dir'], params['resource_name']))
 
 
 def findings(gathered):
-    return (checks.driver_findings(gathered['driver']) + checks.kernel_log_findings(gathered['kernel_log'])
-            + checks.runtime_findings(gathered['runtime']))
+    return (checks.driver_findings(gathered['driver']) + checks.gpudirect_findings(gathered['gpudirect'])
+            + checks.kernel_log_findings(gathered['kernel_log']) + checks.runtime_findings(gathered['runtime']))
 
 
 def summary(gathered):

@@ -179,7 +179,7 @@ def run(module, result):
         deploy.setdefault('driver', driver_label(params, facts))
         labels, warnings = nfd_label_rules.compute_labels(
             facts, params['mig_strategy'], params['sharing'], deploy, {k: label_value(v) for k, v in (params['extra_labels'] or {}).items()},
-            params['mig_config'])
+            params['mig_config'], driver_state.loaded_modules(params['procfs_root']))
         for warning in warnings + ([facts['disagreement']] if facts['disagreement'] else []):
             module.warn(warning)
         result.update(labels=labels, discovery=facts, gpu_present=nfd_label_rules.gpu_present(facts), ansible_facts=host_facts(module))

@@ -22,6 +22,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contrac
     MPS_CAPABLE, PRESENT, SANDBOX_DEFAULTS, SHARED_PRODUCT_SUFFIX, SHARING_STRATEGIES, STATE_COMPONENTS, is_state_label, resource_label,
     sharing_labels, sharing_view, workload_components, workload_config)
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect.plan import FEATURES, capable_labels
 
 NFD = 'feature.node.kubernetes.io/'
 GPU = resource_label(GPU_RESOURCE, '')
@@ -36,6 +37,8 @@ LABEL_NAME = re.compile(r'^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')
 LABEL_VALUE = re.compile(r'^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$')
 DNS_SUBDOMAIN = re.compile(r'^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')
 MIG_PROFILE = re.compile(r'^(?:(\d+)c\.)?(\d+)g\.\d+gb')
+# The labels of the chart's NodeFeatureRule nvidia-kernel-modules (NFD with nfd.nodefeaturerules): NFD's to set where it runs.
+KERNEL_MODULE_LABELS = frozenset(item['label'] for item in FEATURES)
 
 
 class LabelError(GpuOpsError):
@@ -290,13 +293,14 @@ def workload_labels(labels, node_labels, sandbox=None):
     return dict(sorted(found.items())), warning
 
 
-def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_labels=None, mig_config=''):
+def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_labels=None, mig_config='', kernel_modules=None):
     """(labels, warnings): the label set for a node with these facts.
 
     Deploy labels are 'true' unless overridden; applying them keeps a non-empty value already on
     the Node (see nfd_node_labels), as it keeps the nvidia.com/mig.config a MIG-capable node gets
     (`mig_config`, migManager.config.default). Invalid computed values are left out with a
-    warning; invalid option values raise LabelError.
+    warning; invalid option values raise LabelError. `kernel_modules` ({name: refcount} of /proc/modules) give the labels of the
+    chart's NodeFeatureRule (nvidia.com/gds.capable, gdrcopy.capable, peermem.capable).
     """
     if mig_strategy not in MIG_STRATEGIES:
         raise LabelError('mig_strategy must be one of %s, got %r' % (', '.join(MIG_STRATEGIES), mig_strategy))
@@ -311,6 +315,7 @@ def compute_labels(facts, mig_strategy='none', sharing=None, deploy=None, extra_
         labels.update(kernel_labels(facts['kernel_release']))
     labels.update(os_release_labels(facts.get('os_release') or {}))
     labels.update(pci_labels(facts['pci_gpus']))
+    labels.update(capable_labels(kernel_modules or {}))
     if gpu_present(facts):
         labels[PRESENT] = 'true'
         if facts['gpus']:
@@ -344,7 +349,8 @@ def local_feature_text(labels):
     own feature.node labels.
     """
     lines = ['%s=%s' % (key, labels[key]) for key in sorted(labels)
-             if key.startswith('nvidia.com/') and key != PRESENT and not key.startswith(DEPLOY) and key not in CHOICES]
+             if key.startswith('nvidia.com/') and key != PRESENT and not key.startswith(DEPLOY) and key not in CHOICES
+             and key not in KERNEL_MODULE_LABELS]
     if not lines:
         return None
     return '# Written by gpuops.gpu_operator.nfd_labels; changes are overwritten.\n' + '\n'.join(lines) + '\n'
@@ -362,9 +368,10 @@ def is_gfd_label(key):
 def labels_to_apply(labels, nfd_enabled=False, gfd_labels=True):
     """The computed labels the gpu_node_labels role puts on the Node.
 
-    With NFD running (the chart's nfd.enabled), its own feature.node.kubernetes.io labels are left to it; without
+    With NFD running (the chart's nfd.enabled), its own feature.node.kubernetes.io labels and those of the chart's
+    NodeFeatureRule (KERNEL_MODULE_LABELS: NFD sets them when nfd.nodefeaturerules is on, nobody when it is off) are left to it; without
     `gfd_labels` (GFD's Pods publish them: plugin_config.node_label_settings), GFD's labels are left out (gpu.present
     and the deploy labels stay: the Operator sets those).
     """
     return dict((key, value) for key, value in labels.items()
-                if not (nfd_enabled and key.startswith(NFD)) and not (not gfd_labels and is_gfd_label(key)))
+                if not (nfd_enabled and (key.startswith(NFD) or key in KERNEL_MODULE_LABELS)) and not (not gfd_labels and is_gfd_label(key)))

@@ -75,6 +75,14 @@ H_DRIVER_ENABLED = ('the default of `nvidia_driver_enabled` (role nvidia_driver)
 H_DRIVER_VERSION = ("the default of `nvidia_driver_version`, the driver version the role installs; empty, or the Operator release's "
                     "default driver image tag (595.91.07), installs the distribution's driver")
 H_DRIVER_KERNEL_MODULE_TYPE = 'the default of `nvidia_driver_kernel_module_type` (auto, open or proprietary; another value is refused)'
+H_RDMA = ('the default of `nvidia_driver_rdma` (role nvidia_driver, module gpudirect): nvidia_peermem loaded on the host, listed in '
+          'modules-load.d, its version checked against the driver, nvidia-peermem-ready written')
+H_RDMA_HOST_MOFED = ('the default of `nvidia_driver_rdma_use_host_mofed`: the RDMA core (ib_core) must be loaded on the host, else the run '
+                     "fails; without, nvidia_peermem waits for the Network Operator's MOFED driver")
+H_GDS = ("the default of `nvidia_driver_gds` (module gpudirect): the nvidia-fs package from the node's repository, held, nvidia_fs "
+         'loaded and checked (device nodes), nvidia-fs-ready written')
+H_GDRCOPY = ("the default of `nvidia_driver_gdrcopy` (module gpudirect): gdrdrv-dkms (apt) or gdrcopy-kmod (dnf) from the node's "
+             'repository, held, gdrdrv loaded and checked (/dev/gdrdrv), gdrcopy-ready written')
 H_UPGRADE_POLICY = ("the default of `gpu_driver_upgrade_policy` (playbooks/upgrade.yml), with the Operator's steps and defaults "
                     '(docs/upgrade.md)')
 H_TOOLKIT_ENABLED = ('the default of `container_toolkit_enabled` (role container_toolkit): false leaves a pre-installed toolkit '
@@ -120,9 +128,8 @@ N_VGPU_MANAGER = ("the vGPU manager container (NVIDIA's licensed vGPU host drive
                   'vm-vgpu hosts, as with the Operator\'s `vgpuManager.enabled: false` (deviation: vgpu-manager-on-host)')
 N_KATA_MANAGER = 'deprecated: the Operator v26.7.0 never deploys the Kata manager'
 N_DCGM_HOST_PORT = 'deprecated in the Operator, whose hostengine Pod no longer publishes a host port'
-N_GDS_ONLY = 'used only with `gds.enabled`, which is refused here'
-N_RDMA_ONLY = 'used only with `driver.rdma.enabled`, which is refused here'
-N_GDRCOPY_ONLY = 'used only with `gdrcopy.enabled`, which is refused here'
+N_GDS_ONLY = "the GPUDirect Storage driver container's: nvidia-fs comes from the node's package repository (module gpudirect)"
+N_GDRCOPY_ONLY = "the GDRCopy driver container's: gdrdrv comes from the node's package repository (module gpudirect)"
 N_DRIVER_CONTAINER = "the driver container's: the driver is installed on the host by role nvidia_driver (deviation: toolkit-on-host)"
 N_DRIVER_MANAGER = "the k8s-driver-manager init container of the driver container's Pod: no driver container runs here (deviation: toolkit-on-host)"
 N_DEPRECATED_LICENSING = 'deprecated in the Operator for `driver.licensingConfig.secretName`'
@@ -131,11 +138,8 @@ N_TOOLKIT_CONTAINER = "the toolkit container's: the container toolkit is set up 
 
 # --- refused: why -------------------------------------------------------------------------------
 R_NRI = "the NRI plugin: the container toolkit here registers a runtime class; CDI through NRI is not set up"
-R_GDS = "the GPUDirect Storage driver container (nvidia-fs) is not deployed: load nvidia-fs on the host, the device plugin then uses it"
-R_GDRCOPY = "the GDRCopy driver container (gdrdrv) is not deployed: load gdrdrv on the host, the device plugin then uses it"
 R_DRIVER_ROLE = "set by role nvidia_driver's variables (`nvidia_driver_*`), not from the ClusterPolicy"
 R_DRIVER_CRD = "NVIDIADriver custom resources are not read: role nvidia_driver installs the driver on each host"
-R_RDMA = "GPUDirect RDMA (nvidia-peermem) is not set up by role nvidia_driver"
 R_VGPU_GUEST = "the vGPU guest driver's licensing and topology are not set up by role nvidia_driver"
 R_DRIVER_REPO = ("the Operator mounts that ConfigMap's repository files into its driver container; role nvidia_driver installs from "
                  "the node's package sources: give the repository as `nvidia_driver_repository` (an APT source line) or "
@@ -279,8 +283,8 @@ FIELDS = {
     'driver.manager.imagePullSecrets': ('array', NOT_APPLICABLE, N_DRIVER_MANAGER),
     'driver.manager.repository': ('string', NOT_APPLICABLE, N_DRIVER_MANAGER),
     'driver.manager.version': ('string', NOT_APPLICABLE, N_DRIVER_MANAGER),
-    'driver.rdma.enabled': ('boolean', REFUSED, R_RDMA),
-    'driver.rdma.useHostMofed': ('boolean', NOT_APPLICABLE, N_RDMA_ONLY),
+    'driver.rdma.enabled': ('boolean', HONOURED, H_RDMA),
+    'driver.rdma.useHostMofed': ('boolean', HONOURED, H_RDMA_HOST_MOFED),
     'driver.readinessProbe.failureThreshold': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.readinessProbe.initialDelaySeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
     'driver.readinessProbe.periodSeconds': ('integer', NOT_APPLICABLE, N_DRIVER_CONTAINER),
@@ -315,7 +319,7 @@ FIELDS = {
     'driver.version': ('string', HONOURED, H_DRIVER_VERSION),
     'driver.virtualTopology.config': ('string', REFUSED, R_VGPU_GUEST),
     'gdrcopy.args': ('array', NOT_APPLICABLE, N_GDRCOPY_ONLY),
-    'gdrcopy.enabled': ('boolean', REFUSED, R_GDRCOPY),
+    'gdrcopy.enabled': ('boolean', HONOURED, H_GDRCOPY),
     'gdrcopy.env[].name': ('string', NOT_APPLICABLE, N_GDRCOPY_ONLY),
     'gdrcopy.env[].value': ('string', NOT_APPLICABLE, N_GDRCOPY_ONLY),
     'gdrcopy.image': ('string', NOT_APPLICABLE, N_GDRCOPY_ONLY),
@@ -324,7 +328,7 @@ FIELDS = {
     'gdrcopy.repository': ('string', NOT_APPLICABLE, N_GDRCOPY_ONLY),
     'gdrcopy.version': ('string', NOT_APPLICABLE, N_GDRCOPY_ONLY),
     'gds.args': ('array', NOT_APPLICABLE, N_GDS_ONLY),
-    'gds.enabled': ('boolean', REFUSED, R_GDS),
+    'gds.enabled': ('boolean', HONOURED, H_GDS),
     'gds.env[].name': ('string', NOT_APPLICABLE, N_GDS_ONLY),
     'gds.env[].value': ('string', NOT_APPLICABLE, N_GDS_ONLY),
     'gds.image': ('string', NOT_APPLICABLE, N_GDS_ONLY),

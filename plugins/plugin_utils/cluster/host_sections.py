@@ -21,8 +21,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors 
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import driver_upgrade
 
 SCHEMA = {
-    'driver': {'enabled': 'bool', 'version': 'str', 'kernelModuleType': 'str', 'upgradePolicy': 'dict'},
+    'driver': {'enabled': 'bool', 'version': 'str', 'kernelModuleType': 'str', 'upgradePolicy': 'dict',
+               'rdma': {'enabled': 'bool', 'useHostMofed': 'bool'}},
     'toolkit': {'enabled': 'bool', 'installDir': 'str', 'env': 'env'},
+    # GPUDirect Storage and GDRCopy: their kernel modules on the host, with the driver (module gpudirect).
+    'gds': {'enabled': 'bool'},
+    'gdrcopy': {'enabled': 'bool'},
 }
 KERNEL_MODULE_TYPES = ('auto', 'open', 'proprietary')
 # The driver image tag the Operator release deploys by default (NVIDIA/gpu-operator v26.7.0
@@ -60,8 +64,11 @@ def defaults():
     """The Operator's defaults of the fields honoured (its CRD's, not the chart's driver image version: an empty version
     here installs the distribution's driver)."""
     return {
-        'driver': {'enabled': True, 'version': '', 'kernelModuleType': 'auto', 'upgradePolicy': driver_upgrade.policy({})},
+        'driver': {'enabled': True, 'version': '', 'kernelModuleType': 'auto', 'upgradePolicy': driver_upgrade.policy({}),
+                   'rdma': {'enabled': False, 'useHostMofed': False}},
         'toolkit': {'enabled': True, 'installDir': OPERATOR_INSTALL_DIR, 'env': []},
+        'gds': {'enabled': False},
+        'gdrcopy': {'enabled': False},
     }
 
 

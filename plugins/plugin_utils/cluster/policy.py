@@ -34,7 +34,7 @@ PULL_POLICIES = ('Always', 'Never', 'IfNotPresent')
 DOCS = 'docs/coming-from-gpu-operator.md'
 POLICY_NAME = 'cluster-policy'  # the name NVIDIA's Helm chart gives its ClusterPolicy
 # The Operator's sections this collection does not deploy: the ClusterPolicy says they are off.
-NOT_DEPLOYED = ('driver', 'toolkit')
+NOT_DEPLOYED = ('driver', 'toolkit', 'gds', 'gdrcopy')
 # hostPaths and their defaults (the chart's rootFS and driverInstallDir, the CRD's kubeletRootDir): where the operands find
 # the host's root, the driver's root and the kubelet's directory (skeleton.host_paths, the DCGM exporter's pod-resources).
 HOST_PATHS = {'rootFS': '/', 'driverInstallDir': '/run/nvidia/driver', 'kubeletRootDir': '/var/lib/kubelet'}
@@ -477,7 +477,7 @@ def config_in_cluster_policy(section, keep_unnamed):
 def cluster_policy(resolved, operands, kept=None):
     """The ClusterPolicy CR: the resolved spec as the Operator's CRD holds it (each operand's section as it writes it), the
     fields given that this collection does not act on as they were given (`kept`, accept()), and the sections the Operator
-    deploys that are not deployed here marked disabled (driver, toolkit: on the host, as the Operator's driver.enabled=false
+    deploys that are not deployed here marked disabled (driver, toolkit, gds, gdrcopy: on the host, as the Operator's driver.enabled=false
     means; the standalone DCGM)."""
     spec = dict((key, copy.deepcopy(value)) for key, value in resolved.items() if key not in NOT_DEPLOYED)
     for operand in operands:

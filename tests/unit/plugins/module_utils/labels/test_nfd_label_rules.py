@@ -14,8 +14,9 @@ import os
 import pytest
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.discovery import gpu as gpu_discovery
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.driver import state as driver_state
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.labels.rules import (
-    LabelError, compute_labels, kernel_labels, local_feature_text, os_release_labels, sanitise)
+    LabelError, compute_labels, kernel_labels, labels_to_apply, local_feature_text, os_release_labels, sanitise)
 from tests.unit.plugins.module_utils.discovery.nfd_labels_fixtures import A100_40GB_MIG_LIST, GPUS, SIMULATOR, facts_of, listing_only_runner
 
 PCI_0302 = {'feature.node.kubernetes.io/pci-10de.present': 'true', 'feature.node.kubernetes.io/pci-0302_10de.present': 'true'}
@@ -268,3 +269,19 @@ def test_local_feature_text_has_only_the_gfd_labels():
     assert not any(line.startswith(('nvidia.com/gpu.deploy.', 'nvidia.com/gpu.present', 'feature.node', 'nvidia.com/mig.config',
                                     'nvidia.com/device-plugin.config')) for line in lines)
     assert local_feature_text(compute_labels(facts_of('cpu-only'))[0]) is None
+
+
+def test_the_chart_nodefeaturerule_labels_follow_the_loaded_modules():
+    """SOURCE: NVIDIA/gpu-operator v26.7.0 deployments/gpu-operator/templates/nodefeaturerules.yaml (rule per loaded module).
+    The captured h100-x1 /proc/modules has none of them; the loaded set is that capture's with the GPUDirect modules the test
+    adds (only their names are read). Left to NFD where it runs, and out of the features.d file NFD would publish."""
+    captured = driver_state.loaded_modules(os.path.join(GPUS, 'h100-x1', 'proc'))
+    labels = compute_labels(facts_of('h100-x1'), kernel_modules=captured)[0]
+    capable = {'nvidia.com/gdrcopy.capable': 'true', 'nvidia.com/gds.capable': 'true', 'nvidia.com/peermem.capable': 'true'}
+    assert not set(capable) & set(labels)
+    loaded = dict(captured, nvidia_peermem=0, nvidia_fs=0, gdrdrv=0)
+    labels = compute_labels(facts_of('h100-x1'), kernel_modules=loaded)[0]
+    assert dict((key, labels[key]) for key in capable) == capable
+    assert not set(capable) & set(labels_to_apply(labels, nfd_enabled=True))
+    assert set(capable) <= set(labels_to_apply(labels, nfd_enabled=False))
+    assert not [line for line in local_feature_text(labels).splitlines() if line.split('=')[0] in capable]

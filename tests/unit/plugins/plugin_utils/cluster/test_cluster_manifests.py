@@ -507,7 +507,7 @@ def test_service_monitor_only_with_its_crd():
 @pytest.mark.parametrize('spec,message', [
     ({'driverr': {}}, 'driverr is not a field of the ClusterPolicy CRD (nvidia.com/v1) of GPU Operator v26.7.0'),
     ({'dcgmExporter': {'hostPaths': {}}}, 'dcgmExporter.hostPaths is not a field of the ClusterPolicy CRD'),
-    ({'gds': {'enabled': True}}, 'gds.enabled is True: the GPUDirect Storage driver container (nvidia-fs) is not deployed'),
+    ({'gds': {'enabled': 'yes'}}, "gds.enabled must be true or false, not 'yes'"),
     ({'driver': {'usePrecompiled': True}}, "driver.usePrecompiled is True: set by role nvidia_driver's variables (nvidia_driver_*)"),
     ({'driver': {'repoConfig': {'configMapName': 'repo-config'}}}, "driver.repoConfig.configMapName is 'repo-config': the Operator mounts"),
     ({'driver': {'kernelModuleType': 'closed'}}, 'driver.kernelModuleType must be one of auto, open, proprietary'),

@@ -206,6 +206,19 @@ def test_the_operators_sample_is_accepted_whole():
     assert (spec['gfd']['enabled'], spec['migManager']['config'], spec['mig']) == (True, {'default': 'all-disabled'}, {'strategy': 'single'})
 
 
+def test_gpudirect_sections_reach_the_node_roles_and_the_cr_says_not_deployed():
+    """driver.rdma, gds and gdrcopy are honoured on the host (module gpudirect through role nvidia_driver): the resolved spec
+    carries them to the role's defaults, the CR marks gds and gdrcopy disabled as it marks the driver (no driver container)."""
+    assert registry.resolution()['spec']['gds'] == {'enabled': False}
+    given = {'driver': {'rdma': {'enabled': True, 'useHostMofed': True}}, 'gds': {'enabled': True}, 'gdrcopy': {'enabled': True}}
+    resolved = registry.resolution(given)
+    spec = resolved['spec']
+    assert (spec['driver']['rdma'], spec['gds'], spec['gdrcopy']) == ({'enabled': True, 'useHostMofed': True}, {'enabled': True},
+                                                                      {'enabled': True})
+    written = registry.cluster_policy(resolved)['spec']
+    assert (written['gds'], written['gdrcopy'], written['driver']['enabled']) == ({'enabled': False}, {'enabled': False}, False)
+
+
 @pytest.mark.parametrize('given, message', [
     ({'apiVersion': 'nvidia.com/v1', 'kind': 'ClusterPolicy', 'spec': {}, 'extra': 1}, 'a whole ClusterPolicy has only'),
     ({'apiVersion': 'nvidia.com/v1', 'kind': 'NVIDIADriver', 'spec': {}}, 'nvidia.com/v1/NVIDIADriver is not a ClusterPolicy'),
