@@ -60,6 +60,9 @@ def run(module):
     sysfs_root = params['sysfs_root']
     paths = {vfio_plan.UDEV_RULES: params['udev_rules_file'], vfio_plan.MODULES_LOAD: params['modules_load_file']}
     record = vfio_plan.load_record(params['record_file'])
+    if params['state'] == 'absent' and not record:
+        # Nothing was bound here: the node is not read (a node that never was vm-passthrough pays no sysfs walk).
+        return dict(changed=False, actions=[], functions=[], iommu={}, files=[], warnings=[]), []
     found = vfio_plan.functions(sysfs_root)
     cmdline = files.read_bytes(os.path.join(params['procfs_root'], 'cmdline'))
     parameters = vfio_plan.kernel_iommu_parameters(to_text(cmdline or b''))
