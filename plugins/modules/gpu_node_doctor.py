@@ -23,6 +23,10 @@ description:
     since its configuration changed (Docker: the running C(dockerd) lacks it), the service not running, and its
     journal's errors that name the NVIDIA runtime. Where systemd is not PID 1 (a container, a CI runner) the runtime's
     daemon process (C(/proc)) says whether and since when it runs, and the fixes name no C(systemctl)."
+  - "On a node whose O(workload_config) is V(vm-passthrough) the driver and runtime checks give way to those of the GPUs
+    given to virtual machines: the IOMMU off (no C(kernel/iommu_groups); the IOMMU kernel parameters are the evidence),
+    the kernel without C(vfio-pci), a GPU function or its companion (audio, USB) still bound to another driver
+    (C(nvidia), C(nouveau), C(snd_hda_intel)) or to none, as M(gpuops.gpu_operator.vfio_manager) binds them."
   - The device plugin's sockets are returned for the cluster-side checks of the doctor playbook, which compare them
     with the Node's C(nvidia.com/gpu) capacity.
 version_added: 0.1.0
@@ -82,6 +86,13 @@ options:
     description: The extended resource the device plugin advertises.
     type: str
     default: nvidia.com/gpu
+  workload_config:
+    description:
+      - The node's GPU workload, its Node label C(nvidia.com/gpu.workload.config) (the role vfio_manager's
+        C(vfio_manager_workload_config)); V(vm-passthrough) checks the node as one whose GPUs go to virtual machines.
+    type: str
+    choices: [container, vm-passthrough, vm-vgpu]
+    default: container
 notes:
   - Run it as root; without root the kernel log and some files may not be readable (reported, not fatal).
   - The doctor playbook (C(gpuops.gpu_operator.doctor)) runs it on every GPU node and joins its findings with those
@@ -120,7 +131,9 @@ facts:
   description:
     - What the node showed; C(runtime_status) holds the runtime's configured and running runtimes, its unit's state (or,
       where systemd does not run the node, C(systemd) false and its daemon's C(process)) and the change times of its
-      config files, C(kernel_log) the driver's kernel log lines and where they came from.
+      config files, C(kernel_log) the driver's kernel log lines and where they came from; C(vfio) (on a V(vm-passthrough)
+      node, else null) the IOMMU groups and parameters, the GPU functions with their drivers and whether the kernel has
+      C(vfio-pci).
   returned: always
   type: dict
   sample:
@@ -133,6 +146,8 @@ facts:
     nouveau_loaded: false
     runtime: containerd
     device_plugin_sockets: {/var/lib/kubelet/device-plugins/kubelet.sock: true}
+    workload_config: container
+    vfio: null
 '''
 
 from ansible.module_utils.basic import AnsibleModule
@@ -156,6 +171,7 @@ def main():
         crio_drop_in=dict(type='path', default='/etc/crio/crio.conf.d/99-nvidia.conf'),
         device_plugin_dir=dict(type='path', default=device_plugin_check.DEFAULT_SOCKET_DIR),
         resource_name=dict(type='str', default=device_plugin_check.DEFAULT_RESOURCE),
+        workload_config=dict(type='str', choices=['container', 'vm-passthrough', 'vm-vgpu'], default='container'),
     )
     argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
