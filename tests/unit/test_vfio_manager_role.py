@@ -14,6 +14,7 @@ import yaml
 
 from tests.unit.plugins.modules.test_vfio_manager import GPU, build_node, kernel, snapshot
 
+HOSTS = ('vmhost', 'containerhost', 'unmanagedhost')
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
@@ -31,12 +32,12 @@ def play(tmp_path, name, role_vars):
     proc = subprocess.run([ansible, '-i', str(tmp_path / 'hosts.yml'), str(path)], env=env, cwd=REPO, capture_output=True,
                           text=True, timeout=300, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return dict((host, json.loads((tmp_path / host / 'result.json').read_text())) for host in ('vmhost', 'containerhost'))
+    return dict((host, json.loads((tmp_path / host / 'result.json').read_text())) for host in HOSTS)
 
 
 def test_vm_passthrough_node_bound_container_node_untouched_and_uninstall_gives_back(tmp_path):
     hosts = {}
-    for host in ('vmhost', 'containerhost'):
+    for host in HOSTS:
         (tmp_path / host).mkdir()
         args = build_node(tmp_path / host)
         hosts[host] = dict(
@@ -45,6 +46,9 @@ def test_vm_passthrough_node_bound_container_node_untouched_and_uninstall_gives_
             vfio_manager_record_file=args['record_file'], vfio_manager_udev_rules_file=args['udev_rules_file'],
             vfio_manager_modules_load_file=args['modules_load_file'], vfio_test_result=str(tmp_path / host / 'result.json'))
     hosts['vmhost']['vfio_manager_workload_config'] = 'vm-passthrough'
+    # vm-passthrough, but the ClusterPolicy deploys no vfio-manager: its GPUs are someone else's to bind. With no kube_api
+    # host each host resolves its own ClusterPolicy.
+    hosts['unmanagedhost'].update(vfio_manager_workload_config='vm-passthrough', gpu_operator_policy={'vfioManager': {'enabled': False}})
     (tmp_path / 'hosts.yml').write_text(yaml.safe_dump({'all': {'children': {'gpu_nodes': {'hosts': hosts}}}}))
     before = dict((host, snapshot(str(tmp_path / host))) for host in hosts)
 
@@ -54,9 +58,12 @@ def test_vm_passthrough_node_bound_container_node_untouched_and_uninstall_gives_
     sysfs = hosts['vmhost']['vfio_manager_sysfs_root']
     assert open(os.path.join(sysfs, 'bus', 'pci', 'drivers', 'vfio-pci', 'bind')).read() == GPU
     assert installed['containerhost'] == {'passthrough': False, 'result': dict(installed['containerhost']['result'], changed=False, actions=[])}
-    container_now = snapshot(str(tmp_path / 'containerhost'))
-    container_now.pop('result.json')
-    assert container_now == before['containerhost']
+    assert installed['unmanagedhost']['passthrough'] is True
+    assert (installed['unmanagedhost']['result']['changed'], installed['unmanagedhost']['result']['actions']) == (False, [])
+    for host in ('containerhost', 'unmanagedhost'):
+        now = snapshot(str(tmp_path / host))
+        now.pop('result.json')
+        assert now == before[host], host
 
     kernel(dict(sysfs_root=sysfs))
     removed = play(tmp_path, 'uninstall', {'vars': {'vfio_manager_state': 'absent'}})

@@ -373,4 +373,3 @@ def vfio_findings(facts):
                              'bind them with the vfio_manager stage (' + _PASSTHROUGH + '); the kernel refuses to unbind a GPU '
                              'a process still uses (nvidia-smi lists them; stop them first)'))
     return found
-
