@@ -14,9 +14,10 @@ description:
   - Does on the host what the GPU Operator's vfio-manager does on a node whose workload config
     (C(nvidia.com/gpu.workload.config)) is V(vm-passthrough) - every NVIDIA GPU function (PCI class 0x0300 or 0x0302)
     gets V(vfio-pci) in its C(driver_override), is unbound from its driver and bound to V(vfio-pci) through sysfs.
-  - Unlike vfio-manager, which binds only the GPU function, the other endpoint functions of the GPU's slot or IOMMU group
-    (its audio, USB or serial function) go with it - vfio gives a VM an IOMMU group only when every endpoint in it is
-    bound to V(vfio-pci) or to no driver. Bridges stay with the host.
+  - Unlike vfio-manager, which binds only the GPU function, the other NVIDIA endpoint functions of the GPU's slot or IOMMU
+    group (its audio, USB or serial function) go with it - vfio gives a VM an IOMMU group only when every endpoint in it
+    is bound to V(vfio-pci) or to no driver. Bridges stay with the host, and so does another vendor's function in the
+    group (a NIC there would cut the node off); the module warns that the group cannot be given to a VM then.
   - The IOMMU is checked first - with no group under C(kernel/iommu_groups) the module fails, naming the IOMMU kernel
     parameters it found on the kernel command line (C(intel_iommu), C(amd_iommu), C(iommu)) and the fix.
   - The binding is kept across reboots by a udev rule (O(udev_rules_file)) that sets each function's C(driver_override)

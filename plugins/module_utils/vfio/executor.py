@@ -73,6 +73,8 @@ def run(module):
     current = dict((path, to_text(files.read_bytes(path), nonstring='passthru')) for path in set(paths.values()) | set(record.get('files', {})))
     vfio_loaded = os.path.isdir(_pci(sysfs_root, 'drivers', vfio_plan.VFIO_DRIVER))
     actions, new_record, wanted, warnings = vfio_plan.plan(params['state'], found, record, current, vfio_loaded, paths)
+    if params['state'] == 'present':
+        warnings += [vfio_plan.stranger_warning(dev) for dev in vfio_plan.strangers(sysfs_root, found)]
     record_text = json.dumps(new_record, indent=2, sort_keys=True) + '\n' if new_record else None
     old_record_text = to_text(files.read_bytes(params['record_file']), nonstring='passthru')
     record_changes = record_text != old_record_text

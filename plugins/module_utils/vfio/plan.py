@@ -64,25 +64,48 @@ def _group_of(device_dir):
         return None
 
 
-def functions(sysfs_root):
-    """The NVIDIA GPU functions and their companions (the other endpoint functions of the same slot or IOMMU group: a
-    GPU's audio, USB or serial function), each with its driver, driver_override and IOMMU group, by address.
-
-    vfio hands a group to a VM only when every endpoint in it is bound to vfio-pci or to no driver, so the companions go
-    with their GPU; bridges stay with the host (pcieport may keep them).
-    """
+def _devices(sysfs_root):
     base = os.path.join(sysfs_root, 'bus', 'pci', 'devices')
     devices = gpu_discovery.pci_devices(sysfs_root)
     for dev in devices:
         dev['iommu_group'] = _group_of(os.path.join(base, dev['address']))
         override = gpu_discovery.read_text(os.path.join(base, dev['address'], 'driver_override'))
         dev['driver_override'] = None if override in (None, NO_OVERRIDE, '') else override
+    return devices
+
+
+def _endpoint(dev):
+    return not dev['pci_class'].startswith(BRIDGE_CLASS)
+
+
+def functions(sysfs_root):
+    """The NVIDIA GPU functions and their companions (the other NVIDIA endpoint functions of the same slot or IOMMU
+    group: a GPU's audio, USB or serial function), each with its driver, driver_override and IOMMU group, by address.
+
+    vfio hands a group to a VM only when every endpoint in it is bound to vfio-pci or to no driver, so the companions go
+    with their GPU; bridges stay with the host (pcieport may keep them), and so do other vendors' functions (strangers()).
+    """
+    devices = _devices(sysfs_root)
     gpus = gpu_discovery.nvidia_display_devices(devices)
     slots = set(dev['address'].rsplit('.', 1)[0] for dev in gpus)
     groups = set(dev['iommu_group'] for dev in gpus if dev['iommu_group'] is not None)
     return [dict(dev, role='gpu' if dev in gpus else 'companion') for dev in devices
-            if dev in gpus or (not dev['pci_class'].startswith(BRIDGE_CLASS)
+            if dev in gpus or (dev['vendor'] == gpu_discovery.NVIDIA_VENDOR and _endpoint(dev)
                                and (dev['address'].rsplit('.', 1)[0] in slots or dev['iommu_group'] in groups))]
+
+
+def strangers(sysfs_root, found):
+    """Other vendors' endpoint functions in the IOMMU groups of `found`: vfio gives those groups to no VM while one of
+    them is on a host driver, and they are not this module's to take (a NIC there would cut the node off)."""
+    groups = set(dev['iommu_group'] for dev in found if dev['iommu_group'] is not None)
+    return [dev for dev in _devices(sysfs_root)
+            if dev['iommu_group'] in groups and dev['vendor'] != gpu_discovery.NVIDIA_VENDOR and _endpoint(dev)]
+
+
+def stranger_warning(dev):
+    return ('IOMMU group %s of the GPUs also holds %s (vendor %s, class %s, driver %s), which this module leaves to the host: '
+            'no VM can be given that group until it is on vfio-pci or unbound (or the GPU sits in a slot with a group of its own)'
+            % (dev['iommu_group'], dev['address'], dev['vendor'], dev['pci_class'], dev['driver'] or 'none'))
 
 
 def udev_rules_text(addresses):

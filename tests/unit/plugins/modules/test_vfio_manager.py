@@ -24,6 +24,8 @@ import json
 import os
 import shutil
 
+from ansible.module_utils.basic import AnsibleModule
+
 from ansible_collections.gpuops.gpu_operator.plugins.modules import vfio_manager
 from tests.module_runner import run_module
 
@@ -188,3 +190,22 @@ def test_a_damaged_record_fails(tmp_path, capsys):
     open(args['record_file'], 'w').write('{"functions": []}')
     failed = run_module(capsys, vfio_manager.main, dict(args, state='absent'), failed=True)
     assert 'is not the JSON record vfio_manager writes' in failed['msg']
+
+
+def test_another_vendors_function_in_the_group_is_left_to_the_host(tmp_path, capsys, monkeypatch):
+    """The copy gets a second function in the GPU's IOMMU group: the real Intel 82540EM NIC (0000:00:03.0) of the
+    cpu-only capture, its sysfs files copied unchanged and put in group 14 by the test (no capture shows a GPU sharing a
+    group). The GPU is bound; the NIC is not touched and the run warns that the group is not viable."""
+    args = build_node(tmp_path)
+    nic = '0000:00:03.0'
+    devices = os.path.join(args['sysfs_root'], 'bus', 'pci', 'devices')
+    shutil.copytree(os.path.join(CAPTURE, '..', 'cpu-only', 'sys', 'bus', 'pci', 'devices', nic), os.path.join(devices, nic))
+    os.symlink('../../../kernel/iommu_groups/14', os.path.join(devices, nic, 'iommu_group'))
+    os.symlink('../../../../bus/pci/devices/' + nic, os.path.join(args['sysfs_root'], 'kernel', 'iommu_groups', '14', 'devices', nic))
+    warnings = []
+    monkeypatch.setattr(AnsibleModule, 'warn', lambda self, msg: warnings.append(msg))
+    result = run_module(capsys, vfio_manager.main, args)
+    assert [dev['address'] for dev in result['functions']] == [GPU]
+    assert {action.get('address') for action in result['actions']} == {GPU}
+    assert [warning[:100] for warning in warnings] == [
+        'IOMMU group 14 of the GPUs also holds 0000:00:03.0 (vendor 0x8086, class 0x020000, driver none), whi']
