@@ -30,6 +30,10 @@ def test_kernel_iommu_parameters(cmdline, parameters):
     assert vfio_plan.kernel_iommu_parameters(cmdline) == parameters
 
 
+# SOURCE: NVIDIA/gpu-operator, assets/state-vfio-manager/0400_configmap.yaml, v24.3.0 (vfio-manage.sh): bind --all takes
+# every function of vendor 0x10de whose class is 0x030200 or 0x030000, writes vfio-pci to its driver_override, unbinds it
+# from its driver and writes it to drivers/vfio-pci/bind; unbind writes it to its driver's unbind and clears the override.
+# v26.7.0, assets/state-vfio-manager/0500_daemonset.yaml: `vfio-manage bind --all`, preStop `vfio-manage unbind --all`.
 @pytest.mark.parametrize('fixture, addresses', [
     ('h100-x1', ['0000:00:06.0']),
     ('h200-x1', ['0000:00:06.0']),
