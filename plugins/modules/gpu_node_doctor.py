@@ -23,6 +23,10 @@ description:
     since its configuration changed (Docker: the running C(dockerd) lacks it), the service not running, and its
     journal's errors that name the NVIDIA runtime. Where systemd is not PID 1 (a container, a CI runner) the runtime's
     daemon process (C(/proc)) says whether and since when it runs, and the fixes name no C(systemctl)."
+  - "On a node whose O(workload_config) is V(vm-passthrough) the driver and runtime checks give way to those of the GPUs
+    given to virtual machines: the IOMMU off (no C(kernel/iommu_groups); the IOMMU kernel parameters are the evidence),
+    the kernel without C(vfio-pci), a GPU function or its companion (audio, USB) still bound to another driver
+    (C(nvidia), C(nouveau), C(snd_hda_intel)) or to none, as M(gpuops.gpu_operator.vfio_manager) binds them."
   - The device plugin's sockets are returned for the cluster-side checks of the doctor playbook, which compare them
     with the Node's C(nvidia.com/gpu) capacity.
 version_added: 0.1.0
@@ -93,6 +97,13 @@ options:
     description: Where the GPUDirect device nodes (C(nvidia-fs0), C(gdrdrv)) are looked for.
     type: path
     default: /dev
+  workload_config:
+    description:
+      - The node's GPU workload, its Node label C(nvidia.com/gpu.workload.config) (the role vfio_manager's
+        C(vfio_manager_workload_config)); V(vm-passthrough) checks the node as one whose GPUs go to virtual machines.
+    type: str
+    choices: [container, vm-passthrough, vm-vgpu]
+    default: container
 notes:
   - Run it as root; without root the kernel log and some files may not be readable (reported, not fatal).
   - The doctor playbook (C(gpuops.gpu_operator.doctor)) runs it on every GPU node and joins its findings with those
@@ -131,7 +142,9 @@ facts:
   description:
     - What the node showed; C(runtime_status) holds the runtime's configured and running runtimes, its unit's state (or,
       where systemd does not run the node, C(systemd) false and its daemon's C(process)) and the change times of its
-      config files, C(kernel_log) the driver's kernel log lines and where they came from.
+      config files, C(kernel_log) the driver's kernel log lines and where they came from; C(vfio) (on a V(vm-passthrough)
+      node, else null) the IOMMU groups and parameters, the GPU functions with their drivers and whether the kernel has
+      C(vfio-pci).
   returned: always
   type: dict
   sample:
@@ -144,12 +157,14 @@ facts:
     nouveau_loaded: false
     runtime: containerd
     device_plugin_sockets: {/var/lib/kubelet/device-plugins/kubelet.sock: true}
+    workload_config: container
+    vfio: null
 '''
 
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import device_plugin as device_plugin_check
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import DEFAULT_RUNTIME_NAME
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import CONTAINER, DEFAULT_RUNTIME_NAME, WORKLOADS
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError, fail_from_exception
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks as doctor_checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import node as doctor_node
@@ -169,6 +184,7 @@ def main():
         resource_name=dict(type='str', default=device_plugin_check.DEFAULT_RESOURCE),
         gpudirect_modules_load_file=dict(type='path', default='/etc/modules-load.d/gpuops-gpudirect.conf'),
         dev_root=dict(type='path', default='/dev'),
+        workload_config=dict(type='str', choices=list(WORKLOADS), default=CONTAINER),
     )
     argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

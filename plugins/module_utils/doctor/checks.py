@@ -363,3 +363,35 @@ def _reload_findings(runtime, name):
                         % (newest, who, name, runtime_name),
                         ['%s modified %s' % (newest, utc(changed[newest])), '%s %s since %s' % (who, state, utc(since))], _restart(runtime, name))]
     return []
+
+
+_PASSTHROUGH = 'vfio_manager_workload_config: vm-passthrough for the node, then ' + SITE
+
+
+def vfio_findings(facts):
+    """A vm-passthrough node's: facts is doctor_node.gather_vfio() (IOMMU groups and parameters, the GPU functions and
+    their companions with their drivers, whether the kernel has vfio-pci)."""
+    if not facts['functions']:
+        return [finding('no-gpu', 'info', 'no NVIDIA GPU on the PCI bus: nothing to give to virtual machines', [],
+                        'nothing to do; if a GPU should be there, check that it is seated and enabled in the firmware')]
+    found = []
+    if not facts['iommu_groups']:
+        parameters = ' '.join('%s=%s' % item if item[1] else item[0] for item in sorted(facts['kernel_parameters'].items()))
+        found.append(finding('iommu-off', 'error', 'the IOMMU is off, so vfio-pci cannot take the GPUs',
+                             ['/sys/kernel/iommu_groups is empty', 'IOMMU kernel parameters: %s' % (parameters or 'none')],
+                             'turn on VT-d / AMD-Vi in the firmware, add intel_iommu=on (Intel) or amd_iommu=on (AMD) and iommu=pt '
+                             'to the kernel command line, reboot, then ' + SITE))
+    if not facts['vfio_pci']:
+        found.append(finding('vfio-pci-missing', 'error', 'the kernel shows no vfio-pci driver',
+                             ['no bus/pci/drivers/vfio-pci', 'vfio_pci is not in /proc/modules'],
+                             'load it (modprobe vfio-pci; the vfio_manager stage does, and loads it at boot); a kernel built '
+                             'without CONFIG_VFIO_PCI needs another kernel'))
+    held = [dev for dev in facts['functions'] if dev['driver'] != 'vfio-pci']
+    if held:
+        found.append(finding('gpu-not-on-vfio', 'error', '%d GPU functions of the node are not bound to vfio-pci, so no VM can '
+                             'be given them' % len(held),
+                             ['%s (%s): %s' % (dev['address'], dev['role'], 'bound to %s' % dev['driver'] if dev['driver'] else 'no driver')
+                              for dev in held],
+                             'bind them with the vfio_manager stage (' + _PASSTHROUGH + '); the kernel refuses to unbind a GPU '
+                             'a process still uses (nvidia-smi lists them; stop them first)'))
+    return found

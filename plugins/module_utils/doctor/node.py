@@ -26,10 +26,12 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import executor as gpudirect_executor
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import VM_PASSTHROUGH
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit.runtime_detection import DAEMONS, UNITS
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.vfio import plan as vfio_plan
 
 # Enough of the kernel log for a boot's worth of driver messages; the runtime's recent errors.
 KERNEL_LOG_LINES = 20000
@@ -162,15 +164,31 @@ def gather_runtime(module):
     return facts
 
 
+def gather_vfio(sysfs_root, procfs_root):
+    """What doctor_checks.vfio_findings() needs."""
+    modules = gpu_discovery.read_text(os.path.join(procfs_root, 'modules'))
+    return dict(functions=vfio_plan.functions(sysfs_root), iommu_groups=len(vfio_plan.iommu_groups(sysfs_root)),
+                kernel_parameters=vfio_plan.kernel_iommu_parameters(gpu_discovery.read_text(os.path.join(procfs_root, 'cmdline'))),
+                vfio_pci=os.path.isdir(os.path.join(sysfs_root, 'bus', 'pci', 'drivers', vfio_plan.VFIO_DRIVER))
+                or 'vfio_pci' in driver_state.parse_proc_modules(modules or ''))
+
+
 def gather(module):
     """Everything the node checks need, and the device plugin's sockets for the cluster checks."""
     params = module.params
-    return dict(driver=gather_driver(module), kernel_log=gather_kernel_log(module), runtime=gather_runtime(module),
-                gpudirect=gather_gpudirect(module),
-                device_plugin_sockets=device_plugin_check.observe_sockets(params['device_plugin_dir'], params['resource_name']))
+    gathered = dict(driver=gather_driver(module), kernel_log=gather_kernel_log(module), runtime=gather_runtime(module),
+                    gpudirect=gather_gpudirect(module),
+                    device_plugin_sockets=device_plugin_check.observe_sockets(params['device_plugin_dir'], params['resource_name']),
+                    workload_config=params['workload_config'], vfio=None)
+    if params['workload_config'] == VM_PASSTHROUGH:
+        gathered['vfio'] = gather_vfio(params['sysfs_root'], params['procfs_root'])
+    return gathered
 
 
 def findings(gathered):
+    # A vm-passthrough node's GPUs belong to VMs: no driver and no NVIDIA runtime are wanted there.
+    if gathered['vfio'] is not None:
+        return checks.vfio_findings(gathered['vfio']) + checks.kernel_log_findings(gathered['kernel_log'])
     return (checks.driver_findings(gathered['driver']) + checks.gpudirect_findings(gathered['gpudirect'])
             + checks.kernel_log_findings(gathered['kernel_log']) + checks.runtime_findings(gathered['runtime']))
 
@@ -192,4 +210,6 @@ def summary(gathered):
         runtime=runtime['runtime'],
         runtime_status=runtime,
         device_plugin_sockets=gathered['device_plugin_sockets'],
+        workload_config=gathered['workload_config'],
+        vfio=gathered['vfio'],
     )

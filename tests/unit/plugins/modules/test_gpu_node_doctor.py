@@ -233,6 +233,8 @@ def test_agrees_with_the_run_on_a_real_h200(capsys, monkeypatch, node, name, arg
     # Returned since that run (whether systemd runs the node, else the runtime's process): not in its output.
     assert (result['facts']['runtime_status'].pop('systemd'), result['facts']['runtime_status'].pop('process')) == (
         None if name == 'no-runtime' else True, None)
+    # Returned since that run too: the node's workload (container by default) and its vfio facts (only for vm-passthrough).
+    assert (result['facts'].pop('workload_config'), result['facts'].pop('vfio')) == ('container', None)
     assert result['facts'] == real['facts']
 
 
@@ -248,3 +250,14 @@ def test_a_hanging_nvidia_smi_is_a_finding(capsys, monkeypatch, node, tmp_path):
     [found] = [item for item in result['findings'] if item['check'] == 'nvidia-smi-failed']
     hanging = node / 'bin' / 'nvidia-smi'
     assert found['evidence'] == ['%s -q -x failed (rc=124): %s -q -x did not finish within 1 s and was stopped' % (hanging, hanging)]
+
+
+def test_vm_passthrough_node_gets_the_vfio_checks_instead_of_the_driver_and_runtime(capsys, monkeypatch, node):
+    """The h100-x1 capture read as a vm-passthrough node: no IOMMU group, no vfio-pci, the GPU not on vfio-pci; no
+    runtime is configured, which the driver and runtime checks would report, and is not wanted there."""
+    result = run(capsys, monkeypatch, node, fixture='h100-x1', workload_config='vm-passthrough')
+    assert checks(result) == [('iommu-off', 'error'), ('vfio-pci-missing', 'error'), ('gpu-not-on-vfio', 'error'),
+                              ('kernel-log-unreadable', 'info')]
+    assert result['facts']['workload_config'] == 'vm-passthrough'
+    assert [dev['address'] for dev in result['facts']['vfio']['functions']] == ['0000:00:06.0']
+    assert run(capsys, monkeypatch, node, fixture='h100-x1')['facts']['vfio'] is None

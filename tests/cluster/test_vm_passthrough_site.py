@@ -1,0 +1,81 @@
+"""playbooks/site.yml and uninstall.yml on a vm-passthrough node (issue 27), against the stand-in (tests/standin).
+
+The GPU node is this machine, reached locally; its GPU is a copy of the h100-x1 capture that
+tests/unit/plugins/modules/test_vfio_manager.build_node builds (it lists the files it adds to the capture and why: the
+driver link the capture recorded, the kernel's bind/unbind attributes, an IOMMU group). The workload is set as a user
+sets it, in the inventory (vfio_manager_workload_config: vm-passthrough). site.yml labels the node, binds its GPU to
+vfio-pci (the writes are read back from the copy) and ends the node there: the driver and container toolkit stages do
+not run on it. The kernel's part is then played by test_vfio_manager.kernel, and uninstall.yml (its driver and toolkit
+package removals, which would act on this machine, skipped as in test_secrets.py) gives the GPU back: the copy ends as
+it began. Two ansible-playbook runs (~30 s of CPU).
+"""
+import os
+import subprocess
+import sys
+
+import yaml
+
+from tests.cluster.helpers import GPUS, REPO, nvidia_smi_simulator
+from tests.standin.runner import BackgroundStandin, write_kubeconfig
+from tests.unit.plugins.modules.test_vfio_manager import GPU, build_node, kernel, snapshot
+
+NODE = 'gpu-vm-passthrough'
+NAMESPACE = 'gpuops-vfio'
+
+
+def test_site_binds_the_gpu_ends_the_node_and_uninstall_gives_it_back(tmp_path):
+    node_dir = tmp_path / 'node'
+    node_dir.mkdir()
+    args = build_node(node_dir)
+    before = snapshot(str(node_dir))
+    local = {'ansible_connection': 'local', 'ansible_python_interpreter': sys.executable}
+    node = dict(local, gpu_node_labels_node_name=NODE, gpu_node_labels_sysfs_root=args['sysfs_root'],
+                gpu_node_labels_procfs_root=str(GPUS / 'h100-x1' / 'proc'),
+                gpu_node_labels_nvidia_smi=nvidia_smi_simulator(tmp_path / 'nvidia-smi', GPUS / 'h100-x1'),
+                nvidia_driver_enabled=False, container_toolkit_enabled=False,
+                vfio_manager_workload_config='vm-passthrough', vfio_manager_sysfs_root=args['sysfs_root'],
+                vfio_manager_procfs_root=args['procfs_root'], vfio_manager_record_file=args['record_file'],
+                vfio_manager_udev_rules_file=args['udev_rules_file'], vfio_manager_modules_load_file=args['modules_load_file'])
+    inventory = tmp_path / 'hosts.yml'
+    inventory.write_text(yaml.safe_dump({'all': {
+        'vars': {'gpu_cluster_base_namespace': NAMESPACE, 'gpu_cluster_operands_namespace': NAMESPACE,
+                 'gpu_cluster_validator_namespace': NAMESPACE},
+        'children': {'kube_api': {'hosts': {'api': local}}, 'gpu_nodes': {'hosts': {NODE: node}}}}}))
+    server = BackgroundStandin(nodes=[NODE])
+    url = server.start()
+    try:
+        kubeconfig = tmp_path / 'kubeconfig'
+        write_kubeconfig(str(kubeconfig), url)
+        env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false',
+                   ANSIBLE_COLLECTIONS_PATH=os.environ.get('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections')),
+                   K8S_AUTH_KUBECONFIG=str(kubeconfig), ANSIBLE_LOCAL_TEMP=str(tmp_path / 'tmp'))
+        env.pop('KUBECONFIG', None)
+        ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+
+        def play(name, skip):
+            result = subprocess.run([ansible, '-i', str(inventory), str(REPO / 'playbooks' / name), '--skip-tags', skip],
+                                    env=env, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path)
+            out = result.stdout + result.stderr
+            assert result.returncode == 0, out[-8000:]
+            return out
+
+        out = play('site.yml', 'validation')
+        pci = os.path.join(args['sysfs_root'], 'bus', 'pci')
+        assert open(os.path.join(pci, 'devices', GPU, 'driver_override')).read() == 'vfio-pci'
+        assert open(os.path.join(pci, 'drivers', 'nvidia', 'unbind')).read() == GPU
+        assert open(os.path.join(pci, 'drivers', 'vfio-pci', 'bind')).read() == GPU
+        assert os.path.isfile(args['udev_rules_file']) and os.path.isfile(args['modules_load_file'])
+        words = ' '.join(out.split())
+        assert ('Node %s labelled, vm-passthrough (GPUs bound to vfio-pci): no driver, container toolkit or validation stage ran there'
+                % NODE) in words, out
+        assert 'TASK [gpuops.gpu_operator.nvidia_driver' not in out and 'TASK [gpuops.gpu_operator.container_toolkit' not in out, out
+
+        kernel(args)
+        play('uninstall.yml', 'validation,toolkit,driver')
+        kernel(args)
+    finally:
+        server.stop()
+    # What the kernel shows once an empty override is written.
+    with open(os.path.join(args['sysfs_root'], 'bus', 'pci', 'devices', GPU, 'driver_override'), 'w') as handle:
+        handle.write('(null)\n')
+    assert snapshot(str(node_dir)) == before
