@@ -167,7 +167,6 @@ def test_the_role_installs_with_apt_and_dnf_and_uninstall_removes_what_it_instal
     for node in set(NODES) - {'gpuops-pm-debian'}:
         assert on_node(node, 'test', '-e', APT_SOURCES).returncode == 1, f'{node}: an APT repository on a node without APT'
 
-
     # Rocky Linux 8: dnf, NVIDIA's repository as NVIDIA's own file describes it (only the description differs).
     nvidia = configparser.RawConfigParser()
     nvidia.read(HERE / 'nvidia-container-toolkit.repo')

@@ -23,7 +23,8 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpuops.gpu_operator.plugins.filter.cluster_manifests import FilterModule
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
-from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import plugin_config, policy, prerequisites as cm, registry, skeleton, validation, vgpu_profiles
+from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import (
+    plugin_config, policy, prerequisites as cm, registry, skeleton, validation, vgpu_profiles)
 
 REPO = Path(__file__).resolve().parents[5]
 MINORS = ['1.29', '1.30', '1.31', '1.32', '1.33', '1.34']
