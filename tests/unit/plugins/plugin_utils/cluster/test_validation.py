@@ -243,6 +243,9 @@ def test_targets_take_the_computed_labels_a_node_lacks():
         ('a', ['nvidia.com/gpu'], {'nvidia.com/gpu': {'gpu_count': 8, 'replicas': 1}}),
         ('b', ['nvidia.com/gpu'], {'nvidia.com/gpu': {'gpu_count': None, 'replicas': None}})]
     assert v.targets([bare])[0]['computed'] == {'nvidia.com/gpu': {'gpu_count': None, 'replicas': None}}
+    # mig.strategy mixed: the MIG resources a Node should advertise come from GFD's labels, the computed ones until GFD's land
+    mig = {'a': {'nvidia.com/gpu.present': 'true', 'nvidia.com/mig-1g.10gb.count': '7'}}
+    assert [t['resources'] for t in v.targets([bare], mig_strategy='mixed', node_labels=mig)] == [['nvidia.com/mig-1g.10gb']]
 
 
 def test_targets_follow_the_config_each_node_runs():
