@@ -252,7 +252,8 @@ def main():
         if not problems:
             module.exit_json(**result)
         if elapsed + params['poll_interval'] > params['timeout']:
-            module.fail_json(msg='%s not registered on Node %s after %.0fs: %s' % (params['resource_name'], params['node_name'], elapsed, seen),
+            # The timeout, not the measured time, so the message is the same however busy the controller is.
+            module.fail_json(msg='%s not registered on Node %s after %ds: %s' % (params['resource_name'], params['node_name'], params['timeout'], seen),
                              **result)
         time.sleep(params['poll_interval'])
 
