@@ -8,13 +8,16 @@ cd "$(dirname "$0")/.." || exit 1
 repo=$PWD
 build=$repo/.build
 # a+b,c: gate a runs beside gates b then c, their logs follow one another. Three lanes on
-# CI's two cores: pytest (CPU); lint, sanity, importer, then molecule; the lab tests, then
-# the demo. Molecule, the lab tests and the demo mostly wait on containers booting and on
-# the package mirror, so their lanes overlap those waits. Their lab nodes have names of
-# their own (scenario, test or demo prefixes), so they can run side by side.
-all_gates=(changelog 'pytest+lint,sanity,importer,molecule+lab,demo')
+# CI's two cores: pytest (CPU); lint, sanity, importer, the parity tests, then molecule; the
+# lab tests, then the demo. Molecule, the lab tests and the demo mostly wait on containers
+# booting and on the package mirror, so their lanes overlap those waits. Their lab nodes
+# have names of their own (scenario, test or demo prefixes), so they can run side by side.
+# The parity tests (about 5 minutes) run in the second lane so that the three lanes end
+# at about the same time.
+all_gates=(changelog 'pytest+lint,sanity,importer,parity,molecule+lab,demo')
 # The tests that start lab nodes: gate lab, not gate pytest.
 lab_tests=(tests/slicing tests/drift tests/eda tests/lab)
+parity_tests=(tests/cluster/test_parity.py)
 read -r -a gates <<<"${GATES:-${all_gates[*]}}"
 
 gate_changelog() {
@@ -22,7 +25,11 @@ gate_changelog() {
 }
 
 gate_pytest() {
-  python -m pytest tests -q --durations=10 "${lab_tests[@]/#/--ignore=}"
+  python -m pytest tests -q --durations=10 "${lab_tests[@]/#/--ignore=}" "${parity_tests[@]/#/--ignore=}"
+}
+
+gate_parity() {
+  python -m pytest "${parity_tests[@]}" -q --durations=5
 }
 
 gate_lab() {
