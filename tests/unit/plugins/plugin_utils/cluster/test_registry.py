@@ -8,9 +8,16 @@
 from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
+import re
+from pathlib import Path
+
+import yaml
+
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils.cluster import host_sections, policy, prerequisites, registry, skeleton
 
+REPO = Path(__file__).resolve().parents[5]
+FIXTURES = REPO / 'tests' / 'fixtures' / 'gpu-operator'
 OWNERS = [operand for operand in registry.OPERANDS if operand.image]
 
 
@@ -47,3 +54,27 @@ def test_the_cluster_policy_holds_every_section():
     spec = registry.cluster_policy(registry.resolution())['spec']
     assert set(spec) == set(policy.COMMON_SCHEMA) | {operand.section for operand in OWNERS} | set(policy.NOT_DEPLOYED)
     assert all(spec[section] == {'enabled': False} for section in policy.NOT_DEPLOYED)
+
+
+# What each section's IsEnabled() answers when `enabled` is left out. SOURCE: NVIDIA/gpu-operator v26.7.0,
+# api/nvidia/v1/clusterpolicy_types.go (the IsEnabled method of each section's spec type).
+OPERATOR_ENABLED_WHEN_LEFT_OUT = {
+    'driver': True, 'toolkit': True, 'devicePlugin': True, 'dcgm': True, 'dcgmExporter': True, 'gfd': True, 'migManager': True,
+    'nodeStatusExporter': False, 'gds': False, 'gdrcopy': False, 'psa': False, 'sandboxWorkloads': False, 'vgpuDeviceManager': False,
+    'vfioManager': False, 'sandboxDevicePlugin': False, 'kataSandboxDevicePlugin': False, 'ccManager': False,
+}
+
+
+def test_a_section_left_out_is_on_or_off_as_in_the_chart():
+    """deviation: section-defaults: a left-out `enabled` takes the chart's values.yaml (the input unchanged), except where a
+    deviation of its own says otherwise (gfd-default; cdi-default: None follows the nodes); the Operator's code answers
+    otherwise for exactly the sections the docs name."""
+    chart = yaml.safe_load((FIXTURES / 'values.yaml').read_text())
+    ours = dict((section, fields['enabled']) for section, fields in policy.defaults(registry.OPERANDS).items() if 'enabled' in fields)
+    own_deviations = {'gfd': False, 'cdi': None}
+    assert ours == dict(((section, chart[section]['enabled']) for section in ours), **own_deviations)
+    differ = sorted(section for section, enabled in OPERATOR_ENABLED_WHEN_LEFT_OUT.items()
+                    if section not in own_deviations and enabled != ours[section])
+    assert differ == ['ccManager', 'dcgm', 'kataSandboxDevicePlugin', 'sandboxDevicePlugin', 'vfioManager', 'vgpuDeviceManager']
+    named = re.search(r'deviation: section-defaults\*\* - (.*?)\n- \*\*', (REPO / 'docs' / 'coming-from-gpu-operator.md').read_text(), re.S)
+    assert set(differ) <= set(re.findall(r'`(\w+)`', named.group(1))), named.group(1)
