@@ -264,7 +264,10 @@ EXAMPLES = r'''
 
 RETURN = r'''
 labels:
-  description: The desired label set (empty with O(state=absent)).
+  description:
+    - The desired label set (empty with O(state=absent)). Where a Node is labelled (O(apply), O(nodes)), as the Node's
+      workload (O(sandbox_workloads)) and its C(nvidia.com/gpu.deploy.operands) make it.
+    - With O(nodes), each Node's is in RV(nodes).
   returned: always
   type: dict
   sample: {"nvidia.com/gpu.present": "true", "nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.count": "1"}

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import json
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import contract
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import checks
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s import validation_pods
 from ansible_collections.gpuops.gpu_operator.plugins.plugin_utils import doctor_cluster_checks as cluster_checks
@@ -35,6 +36,8 @@ def _placed(findings, host, inventory, namespace):
 def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, validation_pods):
     name = data.get('node_name') or host
     result = data.get('result')
+    # A node whose GPUs go to virtual machines runs no container runtime hook, device plugin or its config.
+    containers = ((result or {}).get('facts') or {}).get('workload_config', contract.CONTAINER) == contract.CONTAINER
     found = []
     if result is None and not data:
         found.append(checks.finding('node-unreachable', 'error', 'the node checks did not run on this host',
@@ -48,7 +51,7 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, val
                                     "fix what the task's message says on the node (a command or file it needs, a setting that names "
                                     'the wrong path), then run the doctor again: ansible-playbook -i <inventory> gpuops.gpu_operator.doctor'))
     else:
-        found.extend(_with_runtime_error(result['findings'], data.get('runtime_error')))
+        found.extend(_with_runtime_error(result['findings'], data.get('runtime_error') if containers else None))
     if cluster.get('nodes') is not None:
         node = api_nodes.get(name)
         # Without its Node the labels cannot be compared; node-not-registered says why.
@@ -56,9 +59,10 @@ def _node_findings(host, data, cluster, api_nodes, pod_findings, validation, val
             found.append(checks.finding('labels-not-computed', 'warning', 'the labels this node should have could not be computed',
                                         [data['labels_error']], 'run the node labels stage to see the error: ' + checks.SITE))
         found.extend(cluster_checks.label_findings(name, node, data.get('expected_labels')))
-        if node is not None:
+        if node is not None and containers:
             found.extend(cluster_checks.device_plugin_findings(node, (result or {}).get('facts', {}).get('device_plugin_sockets')))
             found.extend(cluster_checks.plugin_config_findings(node, cluster.get('cluster_policies'), cluster.get('config_maps')))
+        if node is not None:
             found.extend(cluster_checks.taint_findings(node, cluster.get('daemonsets') or [], data.get('expected_labels')))
     found.extend(pod_findings.pop(name, []))
     found.extend(cluster_checks.validation_findings(validation.pop(name, None), validation_pods.pop(name, [])))

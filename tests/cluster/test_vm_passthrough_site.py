@@ -2,19 +2,24 @@
 
 The GPU node is this machine, reached locally; its GPU is a copy of the h100-x1 capture that
 tests/unit/plugins/modules/test_vfio_manager.build_node builds (it lists the files it adds to the capture and why: the
-driver link the capture recorded, the kernel's bind/unbind attributes, an IOMMU group). The workload is set as a user
-sets it, in the inventory (vfio_manager_workload_config: vm-passthrough). site.yml labels the node, binds its GPU to
-vfio-pci (the writes are read back from the copy) and ends the node there: the driver and container toolkit stages do
-not run on it. The kernel's part is then played by test_vfio_manager.kernel, and uninstall.yml (its driver and toolkit
-package removals, which would act on this machine, skipped as in test_secrets.py) gives the GPU back: the copy ends as
-it began. Two ansible-playbook runs (~30 s of CPU).
+driver link the capture recorded, the kernel's bind/unbind attributes, an IOMMU group). The workload is set as an
+Operator user sets it: sandboxWorkloads.enabled in the ClusterPolicy and the Node label
+nvidia.com/gpu.workload.config=vm-passthrough (the inventory's vfio_manager_workload_config is the role test's,
+tests/unit/test_vfio_manager_role.py). site.yml labels the node, binds its GPU to vfio-pci (the writes are read back
+from the copy) and ends the node there: the driver and container toolkit stages do not run on it. The kernel's part is
+then played by test_vfio_manager.kernel; doctor.yml reads the workload from the Node label too and finds the GPU on
+vfio-pci. uninstall.yml (its driver and toolkit package removals, which would act on this machine, skipped as in
+test_secrets.py) gives the GPU back: the copy ends as it began. Three ansible-playbook runs (~45 s of CPU).
 """
+import json
 import os
 import subprocess
 import sys
 
+import kubernetes
 import yaml
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import WORKLOAD_CONFIG
 from tests.cluster.helpers import GPUS, REPO, nvidia_smi_simulator
 from tests.standin.runner import BackgroundStandin, write_kubeconfig
 from tests.unit.plugins.modules.test_vfio_manager import GPU, build_node, kernel, snapshot
@@ -32,34 +37,35 @@ def test_site_binds_the_gpu_ends_the_node_and_uninstall_gives_it_back(tmp_path):
     node = dict(local, gpu_node_labels_node_name=NODE, gpu_node_labels_sysfs_root=args['sysfs_root'],
                 gpu_node_labels_procfs_root=str(GPUS / 'h100-x1' / 'proc'),
                 gpu_node_labels_nvidia_smi=nvidia_smi_simulator(tmp_path / 'nvidia-smi', GPUS / 'h100-x1'),
-                nvidia_driver_enabled=False, container_toolkit_enabled=False,
-                vfio_manager_workload_config='vm-passthrough', vfio_manager_sysfs_root=args['sysfs_root'],
+                nvidia_driver_enabled=False, container_toolkit_enabled=False, vfio_manager_sysfs_root=args['sysfs_root'],
                 vfio_manager_procfs_root=args['procfs_root'], vfio_manager_record_file=args['record_file'],
                 vfio_manager_udev_rules_file=args['udev_rules_file'], vfio_manager_modules_load_file=args['modules_load_file'])
     inventory = tmp_path / 'hosts.yml'
     inventory.write_text(yaml.safe_dump({'all': {
         'vars': {'gpu_cluster_base_namespace': NAMESPACE, 'gpu_cluster_operands_namespace': NAMESPACE,
-                 'gpu_cluster_validator_namespace': NAMESPACE},
+                 'gpu_cluster_validator_namespace': NAMESPACE, 'gpu_operator_policy': {'sandboxWorkloads': {'enabled': True}}},
         'children': {'kube_api': {'hosts': {'api': local}}, 'gpu_nodes': {'hosts': {NODE: node}}}}}))
     server = BackgroundStandin(nodes=[NODE])
     url = server.start()
     try:
         kubeconfig = tmp_path / 'kubeconfig'
         write_kubeconfig(str(kubeconfig), url)
+        with kubernetes.config.new_client_from_config(config_file=str(kubeconfig)) as client:
+            kubernetes.client.CoreV1Api(client).patch_node(NODE, {'metadata': {'labels': {WORKLOAD_CONFIG: 'vm-passthrough'}}})
         env = dict(os.environ, ANSIBLE_CONFIG=str(REPO / 'ansible.cfg'), ANSIBLE_NOCOLOR='1', ANSIBLE_LOCALHOST_WARNING='false',
                    ANSIBLE_COLLECTIONS_PATH=os.environ.get('ANSIBLE_COLLECTIONS_PATH', str(REPO / '.build' / 'collections')),
                    K8S_AUTH_KUBECONFIG=str(kubeconfig), ANSIBLE_LOCAL_TEMP=str(tmp_path / 'tmp'))
         env.pop('KUBECONFIG', None)
         ansible = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
 
-        def play(name, skip):
-            result = subprocess.run([ansible, '-i', str(inventory), str(REPO / 'playbooks' / name), '--skip-tags', skip],
+        def play(name, *options):
+            result = subprocess.run([ansible, '-i', str(inventory), str(REPO / 'playbooks' / name), *options],
                                     env=env, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path)
             out = result.stdout + result.stderr
             assert result.returncode == 0, out[-8000:]
             return out
 
-        out = play('site.yml', 'validation')
+        out = play('site.yml', '--skip-tags', 'validation')
         pci = os.path.join(args['sysfs_root'], 'bus', 'pci')
         assert open(os.path.join(pci, 'devices', GPU, 'driver_override')).read() == 'vfio-pci'
         assert open(os.path.join(pci, 'drivers', 'nvidia', 'unbind')).read() == GPU
@@ -71,7 +77,14 @@ def test_site_binds_the_gpu_ends_the_node_and_uninstall_gives_it_back(tmp_path):
         assert 'TASK [gpuops.gpu_operator.nvidia_driver' not in out and 'TASK [gpuops.gpu_operator.container_toolkit' not in out, out
 
         kernel(args)
-        play('uninstall.yml', 'validation,toolkit,driver')
+        report = tmp_path / 'doctor.json'
+        play('doctor.yml', '-e', 'doctor_report_path=%s' % report)
+        checked = json.loads(report.read_text())['nodes'][NODE]
+        assert checked['facts']['workload_config'] == 'vm-passthrough', checked['facts']
+        assert [(f['address'], f['driver']) for f in checked['facts']['vfio']['functions']] == [(GPU, 'vfio-pci')]
+        # Its labels are the workload's, and no container runtime or device plugin is looked for there.
+        assert [f['check'] for f in checked['findings'] if f['severity'] != 'info'] == [], checked['findings']
+        play('uninstall.yml', '--skip-tags', 'validation,toolkit,driver')
         kernel(args)
     finally:
         server.stop()

@@ -138,7 +138,7 @@ def apply_many(module, result):
     for name, _labels in requested:
         outcome = applied[name]
         plan = outcome['plan']
-        entry = dict(changed=outcome['changed'], labels=dict(requested)[name], added=plan['added'] if plan else [],
+        entry = dict(changed=outcome['changed'], labels=plan['desired'] if plan else dict(requested)[name], added=plan['added'] if plan else [],
                      updated=plan['updated'] if plan else [], removed=plan['removed'] if plan else [], failed=outcome['error'] is not None,
                      workload=plan['workload'] if plan else None)
         if plan and plan['warning']:
@@ -189,7 +189,7 @@ def run(module, result):
     if params['apply']:
         plan, before, changed = nfd_node_labels.apply(k8s_client.connect(module), params['node_name'], result['labels'],
                                                       params['state'], module.check_mode, params['sandbox_workloads'])
-        result.update(added=plan['added'], updated=plan['updated'], removed=plan['removed'], workload=plan['workload'])
+        result.update(labels=plan['desired'], added=plan['added'], updated=plan['updated'], removed=plan['removed'], workload=plan['workload'])
         if plan['warning']:
             module.warn(plan['warning'])
         result['changed'] = result['changed'] or changed

@@ -80,8 +80,9 @@ def checked_owned_labels(node_name, annotations):
 
 
 def reconcile(current, owned, desired, state='present', sandbox=None):
-    """Plan the label change: {state, labels (after), owned (keys, after), owned_values ({key: value}, after), added,
-    updated, removed, workload, warning}; `owned` is owned_labels() of the Node.
+    """Plan the label change: {state, labels (after), desired (the labels wanted on the Node: `desired` as the workload
+    and nvidia.com/gpu.deploy.operands make it; {} for absent), owned (keys, after), owned_values ({key: value}, after),
+    added, updated, removed, workload, warning}; `owned` is owned_labels() of the Node.
 
     The deploy labels desired are a container node's; with `sandbox` (the ClusterPolicy's sandboxWorkloads) enabled, those
     of the workload the Node's nvidia.com/gpu.workload.config names (rules.workload_labels) instead, and the state labels
@@ -106,6 +107,7 @@ def reconcile(current, owned, desired, state='present', sandbox=None):
     new_owned = {}
     workload, warning = contract.workload_config(current, sandbox)
     if state == 'absent':
+        desired = {}
         for key in owned:
             if still_ours(key):
                 after.pop(key, None)
@@ -132,6 +134,7 @@ def reconcile(current, owned, desired, state='present', sandbox=None):
     return dict(
         state=state,
         labels=after,
+        desired=desired,
         owned=sorted(new_owned),
         owned_values=new_owned,
         added=sorted(key for key in after if key not in current),

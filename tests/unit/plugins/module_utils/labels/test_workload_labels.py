@@ -87,6 +87,10 @@ def test_a_node_relabelled_for_vms_loses_our_container_labels_and_gets_the_sandb
     assert set(CONTAINER) - {D + 'client', D + 'dcgm'} <= set(plan['removed'])
     assert plan['labels'][D + 'dcgm'] == 'paused-for-driver-upgrade'  # changed by someone else: theirs, kept
     assert plan['labels'][LABEL] == 'vm-passthrough' and LABEL not in plan['owned']
+    # what the run wants on the Node (nfd_labels' RV labels, the doctor's expectation): the workload's state labels only
+    assert sorted(key for key in plan['desired'] if contract.is_state_label(key)) == sorted(PASSTHROUGH)
+    assert {key: plan['desired'][key] for key in plan['desired'] if not contract.is_state_label(key)} == {
+        key: value for key, value in desired.items() if not contract.is_state_label(key)}
     # and back: sandbox workloads off makes it a container node again
     back = reconcile(plan['labels'], plan['owned_values'], desired, sandbox=dict(ON, enabled=False))
     assert back['workload'] == 'container' and set(PASSTHROUGH) - {D + 'client'} <= set(back['removed'])
