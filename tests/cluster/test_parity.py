@@ -9,7 +9,8 @@ machine reached locally, its stages pointed at a captured H200 (tests/fixtures/g
 own, the driver validated (not installed) and the container toolkit left alone, its validator Pods played by the kubelet
 double (kubelet_double.py), as tests/cluster/test_h100_host_findings.py and test_gpu_validation.py run them; those two need
 the stand-in. `configured` runs the cluster roles (gpu_cluster_base, gpu_cluster_operands, gpu_cluster_validator), the
-validator with no Node to validate; so does `dgx` (the DCGM hostengine on the host).
+validator with no Node to validate; so do `dgx` (the DCGM hostengine on the host) and `kata` (sandbox workloads in Kata
+mode).
 
 A fact marked `deviation: <id>` is a deliberate difference: ours must match `ours` (and not the Operator's value,
 or the deviation is stale), and docs/coming-from-gpu-operator.md must explain it under that id.
