@@ -27,7 +27,9 @@ them: the driver and container toolkit stages did not run) and containerd was no
 the vm-passthrough ones and none of a container node's; the sandbox DaemonSets the sample enables select the Node and
 no container operand's does; the summary says the node ended as vm-passthrough. uninstall.yml then gives the GPU back
 (nvidia/bind got the address, the link points to nvidia again) and the copy, /etc and /var/lib/gpuops are as before,
-byte for byte. What each run took is printed.
+byte for byte, and so are the node's packages and package lists (uninstall.yml's container toolkit stage once installed
+python3-tomlkit there, refreshing the lists, to read a containerd config it had never configured). What each run took is
+printed.
 """
 import inspect
 import io
@@ -71,7 +73,8 @@ def on_node(*argv):
 
 
 def node_state(tmp_path, name):
-    """snapshot() of /etc, /var/lib/gpuops (when there) and the copy, as tar brings them from the node."""
+    """snapshot() of /etc, /var/lib/gpuops (when there) and the copy, as tar brings them from the node, with the node's
+    packages and its package lists (a package installed and removed again refreshes them)."""
     archive = subprocess.run(['podman', 'exec', NODE, 'sh', '-c', f'cd / && tar -cf - etc {COPY[1:]} $(test -d var/lib/gpuops && echo var/lib/gpuops)'],
                              capture_output=True, check=False)
     assert archive.returncode == 0, archive.stderr
@@ -79,7 +82,8 @@ def node_state(tmp_path, name):
     root.mkdir(parents=True)
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(root, filter='tar')
-    return snapshot(str(root))
+    packages = on_node('sh', '-c', "dpkg-query -W -f '${Package}=${Version} ${Status}\\n'; ls -A /var/lib/apt/lists")
+    return dict(snapshot(str(root)), **{'(packages and package lists)': packages})
 
 
 def kernel_double():
