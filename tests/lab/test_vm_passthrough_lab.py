@@ -179,7 +179,6 @@ def test_a_vm_passthrough_node_with_the_sample_policy_is_bound_ends_there_and_is
         # container nodes), and none selects this node.
         assert {'nvidia-device-plugin-daemonset', 'nvidia-dcgm', 'nvidia-dcgm-exporter', 'gpu-feature-discovery',
                 'nvidia-mig-manager'} <= set(daemonsets) - selected, sorted(daemonsets)
-        print(sorted(daemonsets))
 
         kernel_double()
         assert on_node('readlink', f'{PCI}/devices/{GPU}/driver') == '../../drivers/vfio-pci\n'
