@@ -49,6 +49,8 @@ attributes:
     details:
       - On a node without tomlkit (before the container toolkit stage installed C(python3-tomlkit)), check mode cannot
         read the config; the task is skipped with a message that says so (C(msg), C(notes)), not failed.
+      - With O(state=absent) on a node without tomlkit, a config without an undo record is not read and nothing changes
+        (RV(notes) says so); one with an undo record fails the task, in check mode too, naming tomlkit and the record.
   diff_mode:
     support: full
   platform:
@@ -242,7 +244,7 @@ def main():
     )
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
     if not HAS_TOMLKIT:
-        runtime_config.without_tomlkit(module, module.params['path'], (
+        runtime_config.without_tomlkit(module, module.params['path'], runtime_config.state_path(module.params['path']), (
             'verified', 'config_version', 'cri_table', 'runtimes', 'default_runtime', 'previous_default_runtime', 'drop_in', 'backup_file'),
             TOMLKIT_IMPORT_ERROR)
 

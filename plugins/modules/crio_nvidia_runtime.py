@@ -36,6 +36,8 @@ attributes:
     details:
       - On a node without tomlkit (before the container toolkit stage installed C(python3-tomlkit)), check mode cannot
         read the config; the task is skipped with a message that says so (C(msg), C(notes)), not failed.
+      - With O(state=absent) on a node without tomlkit, a config without an undo record is not read and nothing changes
+        (RV(notes) says so); one with an undo record fails the task, in check mode too, naming tomlkit and the record.
   diff_mode:
     support: full
   platform:
@@ -125,10 +127,10 @@ def main():
     argument_spec = common_argument_spec(enable_cdi=False, backup=False)
     argument_spec.update(path=dict(type='path', default='/etc/crio/crio.conf.d/99-nvidia.conf'))
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)
-    if not HAS_TOMLKIT:
-        runtime_config.without_tomlkit(module, module.params['path'], ('runtimes', 'default_runtime', 'previous_default_runtime'), TOMLKIT_IMPORT_ERROR)
     path = module.params['path']
     state_file = state_path(path)
+    if not HAS_TOMLKIT:
+        runtime_config.without_tomlkit(module, path, state_file, ('runtimes', 'default_runtime', 'previous_default_runtime'), TOMLKIT_IMPORT_ERROR)
     try:
         plan = runtime_config.plan_file(module.params, runtime_config.gather([path, state_file]), path, state_file, CrioDialect())
         result = runtime_config.execute(module, plan, path, state_file)

@@ -649,9 +649,26 @@ NO_TOMLKIT_PREVIEW = ('check mode: the preview of %s needs tomlkit on the node, 
                       '(the run installs it before it configures the runtime): what the run would change in it is not shown')
 
 
-def without_tomlkit(module, path, keys, import_error):
-    """A node without tomlkit: check mode skips the preview of `path` and says why (a skip, not a failure: the run installs
-    tomlkit first); a run fails naming the library. `keys` are the module's other RETURN keys, null here."""
+# state=absent on a node without tomlkit and without an undo record: uninstall installs no package to read the config.
+NO_TOMLKIT_NOTHING_RECORDED = ('%s: there is no undo record (%s), so state=absent has nothing of this module to undo there; '
+                               'tomlkit is not installed, so the file was not read (runtimes someone else configured in it stay)')
+
+
+def without_tomlkit(module, path, state_file, keys, import_error):
+    """A node without tomlkit. state=absent (the role installs python3-tomlkit for state=present only): without an undo
+    record of `path` (`state_file`) there is nothing to undo and nothing is read; with one, check mode and the run fail
+    naming the library and the record. state=present: check mode skips the preview of `path` and says why (a skip, not a
+    failure: the run installs tomlkit first); a run fails naming the library. `keys` are the module's other RETURN keys,
+    null here."""
+    if module.params['state'] == 'absent':
+        if os.path.lexists(state_file):
+            module.fail_json(msg=missing_required_lib('tomlkit', reason='to undo what the undo record %s names in %s (the run that '
+                                                      'wrote it had tomlkit: install python3-tomlkit again, then run again)' % (
+                                                          state_file, path)), exception=import_error)
+        note = NO_TOMLKIT_NOTHING_RECORDED % (path, state_file)
+        result = dict.fromkeys(keys)
+        result.update(changed=False, path=path, actions=[], runtimes=[], notes=[note])
+        module.exit_json(**result)
     if module.check_mode:
         result = dict.fromkeys(keys)
         result.update(changed=False, skipped=True, msg=NO_TOMLKIT_PREVIEW % path, path=path, actions=[], notes=[NO_TOMLKIT_PREVIEW % path])

@@ -211,3 +211,31 @@ def test_without_tomlkit_check_mode_says_why_and_a_run_fails(capsys, monkeypatch
     failed = run_module(capsys, main.main, dict(path=str(config)), failed=True)
     assert 'tomlkit' in failed['msg'] and 'skipped' not in failed
     assert snapshot(config.parent) == before
+
+
+@pytest.mark.parametrize('module', ['containerd_nvidia_runtime', 'crio_nvidia_runtime'])
+def test_absent_without_tomlkit_reads_nothing_without_a_record_and_fails_naming_it_with_one(capsys, monkeypatch, config, module):
+    """uninstall.yml installs no python3-tomlkit (the role installs it for state=present only): on a node without tomlkit
+    and without an undo record (a node the role never configured, a vm-passthrough node) absent changes nothing, in check
+    mode and in a run, and says the config was not read; with an undo record, which absent cannot follow without tomlkit,
+    both fail naming the library and the record. Nothing is written."""
+    from ansible_collections.gpuops.gpu_operator.plugins.modules import crio_nvidia_runtime  # pylint: disable=import-outside-toplevel
+    main = {'containerd_nvidia_runtime': containerd_nvidia_runtime, 'crio_nvidia_runtime': crio_nvidia_runtime}[module]
+    monkeypatch.setattr(main, 'HAS_TOMLKIT', False)
+    monkeypatch.setattr(main, 'TOMLKIT_IMPORT_ERROR', 'ModuleNotFoundError: No module named tomlkit')
+    record = main.runtime_config.state_path(str(config)) if module == 'containerd_nvidia_runtime' else main.state_path(str(config))
+    before = snapshot(config.parent)
+    for check_mode in (True, False):
+        result = run_module(capsys, main.main, dict(path=str(config), state='absent', _ansible_check_mode=check_mode))
+        assert (result['changed'], result['actions'], result['runtimes'], result.get('skipped')) == (False, [], [], None), result
+        assert result['notes'] == ['%s: there is no undo record (%s), so state=absent has nothing of this module to undo there; '
+                                   'tomlkit is not installed, so the file was not read (runtimes someone else configured in it stay)'
+                                   % (config, record)]
+    assert snapshot(config.parent) == before
+    with open(record, 'w') as handle:
+        handle.write('{}')
+    before = snapshot(config.parent)
+    for check_mode in (True, False):
+        failed = run_module(capsys, main.main, dict(path=str(config), state='absent', _ansible_check_mode=check_mode), failed=True)
+        assert 'tomlkit' in failed['msg'] and 'to undo what the undo record %s names in %s' % (record, config) in failed['msg'], failed['msg']
+    assert snapshot(config.parent) == before
