@@ -104,6 +104,13 @@ options:
     type: str
     choices: [container, vm-passthrough, vm-vgpu]
     default: container
+  confidential_computing:
+    description:
+      - Whether the ClusterPolicy runs the CC manager on the node (C(sandboxWorkloads.mode=kata) with C(ccManager.enabled)).
+        On a V(vm-passthrough) node the host must then offer confidential VMs: C(/sys/module/kvm_amd/parameters/sev_snp)
+        or C(/sys/module/kvm_intel/parameters/tdx) reads C(Y) (under O(sysfs_root)), else the finding C(cc-tee-off).
+    type: bool
+    default: false
 notes:
   - Run it as root; without root the kernel log and some files may not be readable (reported, not fatal).
   - The doctor playbook (C(gpuops.gpu_operator.doctor)) runs it on every GPU node and joins its findings with those
@@ -185,6 +192,7 @@ def main():
         gpudirect_modules_load_file=dict(type='path', default='/etc/modules-load.d/gpuops-gpudirect.conf'),
         dev_root=dict(type='path', default='/dev'),
         workload_config=dict(type='str', choices=list(WORKLOADS), default=CONTAINER),
+        confidential_computing=dict(type='bool', default=False),
     )
     argument_spec.update(gpu_discovery.DISCOVERY_ARG_SPEC)
     module = AnsibleModule(argument_spec=argument_spec, supports_check_mode=True)

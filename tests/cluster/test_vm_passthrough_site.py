@@ -3,12 +3,12 @@
 The GPU node is this machine, reached locally; its GPU is a copy of the h100-x1 capture that
 tests/unit/plugins/modules/test_vfio_manager.build_node builds (it lists the files it adds to the capture and why: the
 driver link the capture recorded, the kernel's bind/unbind attributes, an IOMMU group). The workload is set as an
-Operator user sets it: sandboxWorkloads.enabled in the ClusterPolicy and the Node label
+Operator user sets it: sandboxWorkloads.enabled (mode kata) in the ClusterPolicy and the Node label
 nvidia.com/gpu.workload.config=vm-passthrough (the inventory's vfio_manager_workload_config is the role test's,
 tests/unit/test_vfio_manager_role.py). site.yml labels the node, binds its GPU to vfio-pci (the writes are read back
 from the copy) and ends the node there: the driver and container toolkit stages do not run on it. The kernel's part is
-then played by test_vfio_manager.kernel; doctor.yml reads the workload from the Node label too and finds the GPU on
-vfio-pci. uninstall.yml (its driver and toolkit package removals, which would act on this machine, skipped as in
+then played by test_vfio_manager.kernel; doctor.yml reads the workload from the Node label too, finds the GPU on
+vfio-pci, and a host that offers no confidential VMs to the CC manager. uninstall.yml (its driver and toolkit package removals, which would act on this machine, skipped as in
 test_secrets.py) gives the GPU back: the copy ends as it began. Three ansible-playbook runs (~45 s of CPU).
 """
 import json
@@ -43,7 +43,7 @@ def test_site_binds_the_gpu_ends_the_node_and_uninstall_gives_it_back(tmp_path):
     inventory = tmp_path / 'hosts.yml'
     inventory.write_text(yaml.safe_dump({'all': {
         'vars': {'gpu_cluster_base_namespace': NAMESPACE, 'gpu_cluster_operands_namespace': NAMESPACE,
-                 'gpu_cluster_validator_namespace': NAMESPACE, 'gpu_operator_policy': {'sandboxWorkloads': {'enabled': True}}},
+                 'gpu_cluster_validator_namespace': NAMESPACE, 'gpu_operator_policy': {'sandboxWorkloads': {'enabled': True, 'mode': 'kata'}}},
         'children': {'kube_api': {'hosts': {'api': local}}, 'gpu_nodes': {'hosts': {NODE: node}}}}}))
     server = BackgroundStandin(nodes=[NODE])
     url = server.start()
@@ -82,8 +82,12 @@ def test_site_binds_the_gpu_ends_the_node_and_uninstall_gives_it_back(tmp_path):
         checked = json.loads(report.read_text())['nodes'][NODE]
         assert checked['facts']['workload_config'] == 'vm-passthrough', checked['facts']
         assert [(f['address'], f['driver']) for f in checked['facts']['vfio']['functions']] == [(GPU, 'vfio-pci')]
-        # Its labels are the workload's, and no container runtime or device plugin is looked for there.
-        assert [f['check'] for f in checked['findings'] if f['severity'] != 'info'] == [], checked['findings']
+        # Its labels are the workload's, and no container runtime or device plugin is looked for there. In Kata mode the CC
+        # manager (on by default, as in the chart) needs a host that runs confidential VMs: the capture keeps only the
+        # sysfs files discovery reads (h100-x1/SOURCE.md), no /sys/module/kvm_*.
+        assert [(f['check'], f['evidence']) for f in checked['findings'] if f['severity'] != 'info'] == [('cc-tee-off', [
+            'AMD SEV-SNP: /sys/module/kvm_amd/parameters/sev_snp is absent (kvm_amd not loaded)',
+            'Intel TDX: /sys/module/kvm_intel/parameters/tdx is absent (kvm_intel not loaded)'])], checked['findings']
         play('uninstall.yml', '--skip-tags', 'validation,toolkit,driver')
         kernel(args)
     finally:

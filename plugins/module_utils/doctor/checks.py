@@ -365,12 +365,26 @@ def _reload_findings(runtime, name):
     return []
 
 
+# The KVM module parameters that say whether the host can run confidential VMs, as the CC manager's GPUs need (bool
+# parameters read Y or N). SOURCE: Linux arch/x86/kvm/svm/sev.c module_param_named(sev_snp, ...) and
+# arch/x86/kvm/vmx/tdx.c module_param_named(tdx, ...); NVIDIA's Confidential Containers prerequisites (an SNP- or
+# TDX-enabled host kernel, IOMMU on).
+TEE_PARAMETERS = (('kvm_amd', 'sev_snp', 'AMD SEV-SNP'), ('kvm_intel', 'tdx', 'Intel TDX'))
 _PASSTHROUGH = 'vfio_manager_workload_config: vm-passthrough for the node, then ' + SITE
+
+
+def _tee_evidence(tee):
+    found = []
+    for module_name, parameter, name in TEE_PARAMETERS:
+        value = tee['%s.%s' % (module_name, parameter)]
+        found.append('%s: /sys/module/%s/parameters/%s %s' % (
+            name, module_name, parameter, 'reads %s' % value if value is not None else 'is absent (%s not loaded)' % module_name))
+    return found
 
 
 def vfio_findings(facts):
     """A vm-passthrough node's: facts is doctor_node.gather_vfio() (IOMMU groups and parameters, the GPU functions and
-    their companions with their drivers, whether the kernel has vfio-pci)."""
+    their companions with their drivers, whether the kernel has vfio-pci, the TEE parameters where the CC manager runs)."""
     if not facts['functions']:
         return [finding('no-gpu', 'info', 'no NVIDIA GPU on the PCI bus: nothing to give to virtual machines', [],
                         'nothing to do; if a GPU should be there, check that it is seated and enabled in the firmware')]
@@ -394,4 +408,10 @@ def vfio_findings(facts):
                               for dev in held],
                              'bind them with the vfio_manager stage (' + _PASSTHROUGH + '); the kernel refuses to unbind a GPU '
                              'a process still uses (nvidia-smi lists them; stop them first)'))
+    if facts.get('tee') is not None and 'Y' not in facts['tee'].values():
+        found.append(finding('cc-tee-off', 'error', 'the CC manager runs here (sandboxWorkloads.mode kata), but KVM offers no '
+                             'confidential VM (AMD SEV-SNP or Intel TDX), so no confidential container can start',
+                             _tee_evidence(facts['tee']),
+                             'turn on SEV-SNP (AMD) or TDX (Intel) in the firmware and the host kernel (kvm_amd.sev_snp=1 or '
+                             'kvm_intel.tdx=1), reboot; or set ccManager.enabled: false where the node runs no confidential containers'))
     return found

@@ -164,13 +164,23 @@ def gather_runtime(module):
     return facts
 
 
-def gather_vfio(sysfs_root, procfs_root):
-    """What doctor_checks.vfio_findings() needs."""
+def gather_tee(sysfs_root):
+    """{kvm module parameter: its value ('Y', 'N'), None where the module is not loaded} of checks.TEE_PARAMETERS."""
+    found = {}
+    for module_name, parameter, _name in checks.TEE_PARAMETERS:
+        text = gpu_discovery.read_text(os.path.join(sysfs_root, 'module', module_name, 'parameters', parameter))
+        found['%s.%s' % (module_name, parameter)] = text.strip() if text is not None else None
+    return found
+
+
+def gather_vfio(sysfs_root, procfs_root, confidential_computing=False):
+    """What doctor_checks.vfio_findings() needs; with confidential_computing, the CPU's TEE as KVM offers it (tee)."""
     modules = gpu_discovery.read_text(os.path.join(procfs_root, 'modules'))
     return dict(functions=vfio_plan.functions(sysfs_root), iommu_groups=len(vfio_plan.iommu_groups(sysfs_root)),
                 kernel_parameters=vfio_plan.kernel_iommu_parameters(gpu_discovery.read_text(os.path.join(procfs_root, 'cmdline'))),
                 vfio_pci=os.path.isdir(os.path.join(sysfs_root, 'bus', 'pci', 'drivers', vfio_plan.VFIO_DRIVER))
-                or 'vfio_pci' in driver_state.parse_proc_modules(modules or ''))
+                or 'vfio_pci' in driver_state.parse_proc_modules(modules or ''),
+                tee=gather_tee(sysfs_root) if confidential_computing else None)
 
 
 def gather(module):
@@ -181,7 +191,7 @@ def gather(module):
                     device_plugin_sockets=device_plugin_check.observe_sockets(params['device_plugin_dir'], params['resource_name']),
                     workload_config=params['workload_config'], vfio=None)
     if params['workload_config'] == VM_PASSTHROUGH:
-        gathered['vfio'] = gather_vfio(params['sysfs_root'], params['procfs_root'])
+        gathered['vfio'] = gather_vfio(params['sysfs_root'], params['procfs_root'], params['confidential_computing'])
     return gathered
 
 

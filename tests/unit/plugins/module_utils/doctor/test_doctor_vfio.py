@@ -48,3 +48,26 @@ def test_built_node_before_and_after_binding(tmp_path):
 def test_cpu_node():
     facts = doctor_node.gather_vfio(os.path.join(CAPTURE, '..', 'cpu-only', 'sys'), os.path.join(CAPTURE, 'proc'))
     assert found(facts) == [('no-gpu', 'info')]
+
+
+def test_cc_manager_needs_a_host_that_runs_confidential_vms(tmp_path):
+    """With the CC manager on the node (Kata mode), KVM's SEV-SNP or TDX parameter must read Y. The capture keeps no
+    /sys/module/kvm_* (only what discovery reads): the test writes the parameter files, with the values the kernel shows
+    for a bool parameter (Y, N)."""
+    args = build_node(tmp_path)
+    link = os.path.join(args['sysfs_root'], 'bus', 'pci', 'devices', GPU, 'driver')
+    os.unlink(link)
+    os.symlink('../../drivers/vfio-pci', link)
+    assert doctor_node.gather_vfio(args['sysfs_root'], args['procfs_root'])['tee'] is None, 'not looked at without the CC manager'
+    facts = doctor_node.gather_vfio(args['sysfs_root'], args['procfs_root'], confidential_computing=True)
+    assert facts['tee'] == {'kvm_amd.sev_snp': None, 'kvm_intel.tdx': None}
+    [off] = checks.vfio_findings(facts)
+    assert (off['check'], off['severity']) == ('cc-tee-off', 'error')
+    parameters = tmp_path / 'sys' / 'module' / 'kvm_intel' / 'parameters'
+    parameters.mkdir(parents=True)
+    (parameters / 'tdx').write_text('N\n')
+    facts = doctor_node.gather_vfio(args['sysfs_root'], args['procfs_root'], confidential_computing=True)
+    assert checks.vfio_findings(facts)[0]['evidence'] == [
+        'AMD SEV-SNP: /sys/module/kvm_amd/parameters/sev_snp is absent (kvm_amd not loaded)', 'Intel TDX: /sys/module/kvm_intel/parameters/tdx reads N']
+    (parameters / 'tdx').write_text('Y\n')
+    assert found(doctor_node.gather_vfio(args['sysfs_root'], args['procfs_root'], confidential_computing=True)) == []
