@@ -8,8 +8,9 @@ nvidia.com/gpu.workload.config=vm-passthrough (the inventory's vfio_manager_work
 tests/unit/test_vfio_manager_role.py). site.yml labels the node, binds its GPU to vfio-pci (the writes are read back
 from the copy) and ends the node there: the driver and container toolkit stages do not run on it. The kernel's part is
 then played by test_vfio_manager.kernel; doctor.yml reads the workload from the Node label too, finds the GPU on
-vfio-pci, and a host that offers no confidential VMs to the CC manager. uninstall.yml (its driver and toolkit package removals, which would act on this machine, skipped as in
-test_secrets.py) gives the GPU back: the copy ends as it began. Three ansible-playbook runs (~45 s of CPU).
+vfio-pci, and a host that offers no confidential VMs to the CC manager. uninstall.yml (its driver and toolkit
+package removals, which would act on this machine, skipped as in test_secrets.py) gives the GPU back: the copy ends as
+it began. Three ansible-playbook runs (~45 s of CPU).
 """
 import json
 import os
