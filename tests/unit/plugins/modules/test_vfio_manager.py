@@ -26,6 +26,7 @@ import shutil
 
 from ansible.module_utils.basic import AnsibleModule
 
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.vfio import executor as vfio_executor
 from ansible_collections.gpuops.gpu_operator.plugins.modules import vfio_manager
 from tests.module_runner import run_module
 
@@ -209,3 +210,52 @@ def test_another_vendors_function_in_the_group_is_left_to_the_host(tmp_path, cap
     assert {action.get('address') for action in result['actions']} == {GPU}
     assert [warning[:100] for warning in warnings] == [
         'IOMMU group 14 of the GPUs also holds 0000:00:03.0 (vendor 0x8086, class 0x020000, driver none), whi']
+
+
+def test_the_gpus_audio_function_goes_with_it_and_comes_back(tmp_path, capsys, monkeypatch):
+    """No captured GPU here has an audio function (data-centre GPUs have none), so the test adds one to the copy, as a
+    GeForce card shows it: function 1 of the GPU's slot, vendor 0x10de, device 0x1aef, class 0x040300 (the RTX 3090's HD
+    audio, "pci 0000:01:00.1: [10de:1aef] type 00 class 0x040300 PCIe Endpoint" in a public kernel log of such a host),
+    bound to snd_hda_intel, in the GPU's IOMMU group. Both are bound to vfio-pci, recorded with their drivers, and given
+    back each to its own. Two functions mean several writes to one attribute, so kernel() acts after each write here
+    (the writes are kept in order), as the kernel does."""
+    args = build_node(tmp_path)
+    audio = GPU[:-1] + '1'
+    pci = os.path.join(args['sysfs_root'], 'bus', 'pci')
+    device = os.path.join(pci, 'devices', audio)
+    os.makedirs(device)
+    for name, value in (('vendor', '0x10de'), ('device', '0x1aef'), ('class', '0x040300'), ('driver_override', '(null)')):
+        open(os.path.join(device, name), 'w').write(value + '\n')
+    os.makedirs(os.path.join(pci, 'drivers', 'snd_hda_intel'))
+    for attribute in ('bind', 'unbind'):
+        open(os.path.join(pci, 'drivers', 'snd_hda_intel', attribute), 'w').close()
+    os.symlink('../../drivers/snd_hda_intel', os.path.join(device, 'driver'))
+    os.symlink('../../../kernel/iommu_groups/14', os.path.join(device, 'iommu_group'))
+    os.symlink('../../../../bus/pci/devices/' + audio, os.path.join(args['sysfs_root'], 'kernel', 'iommu_groups', '14', 'devices', audio))
+    before = snapshot(str(tmp_path))
+    writes = []
+    write = vfio_executor._sysfs_write
+
+    def write_then_kernel(path, text):
+        write(path, text)
+        writes.append((os.path.relpath(path, pci), text))
+        kernel(args)
+    monkeypatch.setattr(vfio_executor, '_sysfs_write', write_then_kernel)
+
+    bound = run_module(capsys, vfio_manager.main, args)
+    assert [(dev['address'], dev['role']) for dev in bound['functions']] == [(GPU, 'gpu'), (audio, 'companion')]
+    assert sorted(writes) == sorted([
+        ('devices/%s/driver_override' % GPU, 'vfio-pci'), ('drivers/nvidia/unbind', GPU), ('drivers/vfio-pci/bind', GPU),
+        ('devices/%s/driver_override' % audio, 'vfio-pci'), ('drivers/snd_hda_intel/unbind', audio), ('drivers/vfio-pci/bind', audio)])
+    assert json.load(open(args['record_file']))['functions'] == {GPU: dict(driver='nvidia', driver_override=None),
+                                                                 audio: dict(driver='snd_hda_intel', driver_override=None)}
+    assert 'KERNEL=="%s", ATTR{driver_override}="vfio-pci"' % audio in open(args['udev_rules_file']).read()
+    assert [os.readlink(os.path.join(pci, 'devices', function, 'driver')) for function in (GPU, audio)] == ['../../drivers/vfio-pci'] * 2
+
+    del writes[:]
+    run_module(capsys, vfio_manager.main, dict(args, state='absent'))
+    assert ('drivers/snd_hda_intel/bind', audio) in writes and ('drivers/nvidia/bind', GPU) in writes
+    for function in (GPU, audio):
+        with open(os.path.join(pci, 'devices', function, 'driver_override'), 'w') as handle:
+            handle.write('(null)\n')  # what the kernel shows once an empty override is written
+    assert snapshot(str(tmp_path)) == before
