@@ -26,7 +26,8 @@ description:
   - "On a node whose O(workload_config) is V(vm-passthrough) the driver and runtime checks give way to those of the GPUs
     given to virtual machines: the IOMMU off (no C(kernel/iommu_groups); the IOMMU kernel parameters are the evidence),
     the kernel without C(vfio-pci), a GPU function or its companion (audio, USB) still bound to another driver
-    (C(nvidia), C(nouveau), C(snd_hda_intel)) or to none, as M(gpuops.gpu_operator.vfio_manager) binds them."
+    (C(nvidia), C(nouveau), C(snd_hda_intel)) or to none, as M(gpuops.gpu_operator.vfio_manager) binds them. On a
+    V(vm-vgpu) node (its GPUs are the host vGPU manager's) the driver and kernel log are checked, not the runtime."
   - The device plugin's sockets are returned for the cluster-side checks of the doctor playbook, which compare them
     with the Node's C(nvidia.com/gpu) capacity.
 version_added: 0.1.0

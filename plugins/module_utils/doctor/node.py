@@ -26,7 +26,7 @@ from ansible_collections.gpuops.gpu_operator.plugins.module_utils.doctor import 
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.gpudirect import executor as gpudirect_executor
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import commands
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common import systemd as init
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import VM_PASSTHROUGH
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.contract import VM_PASSTHROUGH, VM_VGPU
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.commands import run
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.common.errors import GpuOpsError
 from ansible_collections.gpuops.gpu_operator.plugins.module_utils.toolkit import runtime_detection
@@ -199,6 +199,9 @@ def findings(gathered):
     # A vm-passthrough node's GPUs belong to VMs: no driver and no NVIDIA runtime are wanted there.
     if gathered['vfio'] is not None:
         return checks.vfio_findings(gathered['vfio']) + checks.kernel_log_findings(gathered['kernel_log'])
+    # A vm-vgpu node's GPUs are the vGPU manager's (an NVIDIA driver on the host): no NVIDIA runtime is wanted there.
+    if gathered['workload_config'] == VM_VGPU:
+        return checks.driver_findings(gathered['driver']) + checks.kernel_log_findings(gathered['kernel_log'])
     return (checks.driver_findings(gathered['driver']) + checks.gpudirect_findings(gathered['gpudirect'])
             + checks.kernel_log_findings(gathered['kernel_log']) + checks.runtime_findings(gathered['runtime']))
 

@@ -252,6 +252,16 @@ def test_a_hanging_nvidia_smi_is_a_finding(capsys, monkeypatch, node, tmp_path):
     assert found['evidence'] == ['%s -q -x failed (rc=124): %s -q -x did not finish within 1 s and was stopped' % (hanging, hanging)]
 
 
+def test_vm_vgpu_node_gets_the_driver_checks_and_no_runtime_check(capsys, monkeypatch, node):
+    """The captured H200 read as a vm-vgpu node (its GPUs are the host vGPU manager's): the driver answers and is
+    checked; containerd has no NVIDIA runtime binary there, which a container node reports and a vm-vgpu node does not want."""
+    containerd(node, 'containerd-1.6-nvidia.toml')
+    assert ('runtime-binary-missing', 'error') in checks(run(capsys, monkeypatch, node, runtime='containerd'))
+    result = run(capsys, monkeypatch, node, runtime='containerd', workload_config='vm-vgpu')
+    assert checks(result) == [('kernel-log-unreadable', 'info')]
+    assert result['facts']['workload_config'] == 'vm-vgpu' and result['facts']['driver_version'] == '580.159.04'
+
+
 def test_vm_passthrough_node_gets_the_vfio_checks_instead_of_the_driver_and_runtime(capsys, monkeypatch, node):
     """The h100-x1 capture read as a vm-passthrough node: no IOMMU group, no vfio-pci, the GPU not on vfio-pci; no
     runtime is configured, which the driver and runtime checks would report, and is not wanted there."""
