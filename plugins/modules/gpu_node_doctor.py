@@ -108,8 +108,8 @@ options:
   confidential_computing:
     description:
       - Whether the ClusterPolicy runs the CC manager on the node (C(sandboxWorkloads.mode=kata) with C(ccManager.enabled)).
-        On a V(vm-passthrough) node the host must then offer confidential VMs: C(/sys/module/kvm_amd/parameters/sev_snp)
-        or C(/sys/module/kvm_intel/parameters/tdx) reads C(Y) (under O(sysfs_root)), else the finding C(cc-tee-off).
+      - On a V(vm-passthrough) node the host must then offer confidential VMs, C(/sys/module/kvm_amd/parameters/sev_snp)
+        or C(/sys/module/kvm_intel/parameters/tdx) reading C(Y) (under O(sysfs_root)), else the finding C(cc-tee-off).
     type: bool
     default: false
 notes:
