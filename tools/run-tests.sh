@@ -12,12 +12,13 @@ build=$repo/.build
 # lab tests, then the demo. Molecule, the lab tests and the demo mostly wait on containers
 # booting and on the package mirror, so their lanes overlap those waits. Their lab nodes
 # have names of their own (scenario, test or demo prefixes), so they can run side by side.
-# The parity tests (about 5 minutes) run in the second lane so that the three lanes end
-# at about the same time.
-all_gates=(changelog 'pytest+lint,sanity,importer,parity,molecule+lab,demo')
+# The parity tests and the slowest cluster test (AWX's sliced validation, about 5 minutes
+# each) run in the second lane so that the three lanes end at about the same time.
+all_gates=(changelog 'pytest+lint,sanity,importer,parity,sliced,molecule+lab,demo')
 # The tests that start lab nodes: gate lab, not gate pytest.
 lab_tests=(tests/slicing tests/drift tests/eda tests/lab)
 parity_tests=(tests/cluster/test_parity.py)
+sliced_tests=(tests/cluster/test_gpu_validation.py::test_sliced_job_validates_each_slice_and_reports_the_whole_cluster)
 read -r -a gates <<<"${GATES:-${all_gates[*]}}"
 
 gate_changelog() {
@@ -25,11 +26,16 @@ gate_changelog() {
 }
 
 gate_pytest() {
-  python -m pytest tests -q --durations=10 "${lab_tests[@]/#/--ignore=}" "${parity_tests[@]/#/--ignore=}"
+  python -m pytest tests -q --durations=10 "${lab_tests[@]/#/--ignore=}" "${parity_tests[@]/#/--ignore=}" \
+    "${sliced_tests[@]/#/--deselect=}"
 }
 
 gate_parity() {
   python -m pytest "${parity_tests[@]}" -q --durations=5
+}
+
+gate_sliced() {
+  python -m pytest "${sliced_tests[@]}" -q
 }
 
 gate_lab() {
