@@ -163,6 +163,20 @@ def test_time_slicing_not_multiplied_fails_naming_it(kube_api, node, kubelet_dir
     assert result['devices'] == [UUIDS[0]] and result['capacity'] == 1
 
 
+def test_a_slow_last_round_still_names_the_timeout(kube_api, node, kubelet_dir, capsys, monkeypatch):
+    """A busy controller: the one round before the module gives up ends 2.6 s after the start of a 2 s wait. The message
+    names the timeout given (it read the rounded measured time, "after 3s", and failed a CI run so); elapsed keeps the
+    measured time. The module's clock is the test's."""
+    name, core = node
+    set_gpus(core, name, 1)
+    readings = iter([0.0, 2.6])
+    monkeypatch.setattr(gpu_resource_capacity, 'time', type('Clock', (), {'monotonic': staticmethod(lambda: next(readings, 2.6)),
+                                                                          'sleep': staticmethod(lambda seconds: None)}))
+    result = run(capsys, kube_api, kubelet_dir, node_name=name, failed=True, timeout=2, poll_interval=0.5)
+    assert result['failed'] is True and result['elapsed'] == 2.6
+    assert result['msg'].startswith('nvidia.com/gpu not registered on Node %s after 2s: ' % name), result['msg']
+
+
 def test_missing_socket_and_capacity_are_named(kube_api, node, kubelet_dir, capsys):
     name = node[0]
     with PodResourcesServer(kubelet_dir / 'pod-resources' / 'kubelet.sock', []):
