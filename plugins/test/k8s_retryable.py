@@ -13,17 +13,20 @@ from http.client import responses
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.client import CONFLICT, RETRY_STATUSES
+from ansible_collections.gpuops.gpu_operator.plugins.module_utils.k8s.client import CONFLICT, NOT_FOUND, RETRY_STATUSES
 
 # kubernetes.core puts the HTTP reason phrase of the API's answer into the failed result's `reason`.
 RETRYABLE_REASONS = frozenset(responses[status] for status in RETRY_STATUSES + (CONFLICT,))
+# A removal reads each object, then deletes it: a 404 to the delete means another run (a sliced job's other slice)
+# removed it in between. Another try reads anew, finds it gone and goes on to the objects after it.
+REMOVAL_REASONS = RETRYABLE_REASONS | {responses[NOT_FOUND]}
 
 
-def k8s_retryable(result):
-    """True for a failed result whose API answer was 409, 429, 500, 502, 503 or 504."""
+def k8s_retryable(result, removal=False):
+    """True for a failed result whose API answer was 409, 429, 500, 502, 503 or 504; for a removal, 404 too."""
     if not isinstance(result, Mapping):
         raise AnsibleFilterError('k8s_retryable tests a registered task result, not %s' % type(result).__name__)
-    return bool(result.get('failed')) and result.get('reason') in RETRYABLE_REASONS
+    return bool(result.get('failed')) and result.get('reason') in (REMOVAL_REASONS if removal else RETRYABLE_REASONS)
 
 
 class TestModule(object):

@@ -283,3 +283,34 @@ def test_cluster_policy_status_replaces_a_status_of_another_shape(kube_api, kube
     assert result['changed'] is True and stored_state(kube_api, name) == 'ready'
     assert [condition['type'] for condition in result['status']['conditions']] == ['Ready', 'Error']
     assert record(capsys, kube_api, name)['changed'] is False
+
+
+def test_a_removal_goes_on_when_another_run_removed_an_object_first(kube_api, kube_faults, tmp_path, capsys):
+    """A sliced uninstall: every slice removes the cluster prerequisites at the same time, so one slice's DELETE may come
+    after another's and be answered 404. Here the role's DELETE of RuntimeClass nvidia is held back 3 s; meanwhile the test
+    deletes the RuntimeClass, as the other slice would, and the held request then meets the 404 a real apiserver gives.
+    The removal runs again, finds the object gone and the uninstall ends."""
+    namespace = unique('gpuops-faults')
+    variables = dict(gpu_cluster_base_namespace=namespace)
+    node = kubernetes.client.NodeV1Api(kube_api.api_client)
+    try:
+        code, _changed, out = run_roles(kube_api, tmp_path, ['gpu_cluster_base'], variables)
+        assert code == 0, out
+        held = kube_faults.inject('DELETE', '/apis/node.k8s.io/v1/runtimeclasses/nvidia', delay=3.0)
+        outcome = {}
+        removal = threading.Thread(target=lambda: outcome.update(zip(
+            ('code', 'changed', 'out'), run_roles(kube_api, tmp_path, [{'role': 'gpu_cluster_base', 'gpu_cluster_base_state': 'absent'}], variables))))
+        removal.start()
+        deadline = time.monotonic() + 120
+        while held.injected == 0 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert held.injected == 1, 'the role never deleted RuntimeClass nvidia'
+        node.delete_runtime_class('nvidia')
+        removal.join(300)
+        assert outcome['code'] == 0, outcome['out']
+        retries = re.findall(r'FAILED - RETRYING: \[localhost\]: Remove the RuntimeClasses', outcome['out'])
+        assert len(retries) == 1, outcome['out']
+        assert 'nvidia' not in [rc.metadata.name for rc in node.list_runtime_class().items]
+        report(capsys, 'gpu_cluster_base absent, the RuntimeClass removed by another run first', held)
+    finally:
+        delete_namespace(kube_api, namespace)

@@ -55,6 +55,7 @@ AUTH_ARG_SPEC = dict(
 # it, that is overloaded or restarting. 409 is not among them: only a fresh read can get past it.
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 CONFLICT = 409
+NOT_FOUND = 404
 ATTEMPTS = 4  # tries of one call, the first included
 BACKOFF = 0.5  # seconds before the first retry, doubled before each further one
 MAX_DELAY = 10.0  # seconds: the longest wait before a retry, also when the server's Retry-After asks for more
