@@ -107,7 +107,8 @@ options:
     default: container
   confidential_computing:
     description:
-      - Whether the ClusterPolicy runs the CC manager on the node (C(sandboxWorkloads.mode=kata) with C(ccManager.enabled)).
+      - Whether the ClusterPolicy runs the CC manager on the node (C(sandboxWorkloads.enabled) in mode C(kata) with
+        C(ccManager.enabled)); C(doctor.yml) takes it from the run's resolved ClusterPolicy.
       - On a V(vm-passthrough) node the host must then offer confidential VMs, C(/sys/module/kvm_amd/parameters/sev_snp)
         or C(/sys/module/kvm_intel/parameters/tdx) reading C(Y) (under O(sysfs_root)), else the finding C(cc-tee-off).
     type: bool

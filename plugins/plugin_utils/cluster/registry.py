@@ -50,7 +50,8 @@ def resolution(spec=None, registry='', nodes=None, helm_values=None, nfd=None):
     where nvidia-cdi-hook is on the GPU nodes, '' without CDI, 'kept': the fields given that this collection does not act on
     (the CR holds them as given), 'notes': what of the given ClusterPolicy was left out, 'chart': the Helm chart's settings
     that are not ClusterPolicy fields (helm_values.chart_settings; {} without values), 'nfd': the NFD settings of the run
-    (node_feature_discovery.settings)}.
+    (node_feature_discovery.settings), 'daemonsets': the DaemonSets of the operands these settings deploy (the node side
+    asks it whether an operand runs, rather than restating the Operator's rule)}.
 
     `spec`: a ClusterPolicy spec or the whole object (policy.accept); `helm_values`: the chart's values, which render the
     ClusterPolicy `spec` is then laid over, field by field (helm_values.from_values); `registry` mirrors the default images;
@@ -62,6 +63,7 @@ def resolution(spec=None, registry='', nodes=None, helm_values=None, nfd=None):
     resolved = policy.resolve(accepted['honoured'], registry, nodes, OPERANDS)
     return {'spec': resolved, 'cdi_hook_path': policy.cdi_hook_path(nodes, resolved) if resolved['cdi']['enabled'] else '',
             'kept': accepted['kept'], 'notes': accepted['notes'], 'chart': chart['chart'],
+            'daemonsets': [operand.daemonset for operand in OPERANDS if operand.is_enabled(resolved)],
             'nfd': NFD.settings(policy.merge(chart['chart'].get('nfd') or {}, nfd) if isinstance(nfd, (dict, type(None))) else nfd, registry)}
 
 

@@ -40,6 +40,7 @@ def daemonsets(spec):
 @pytest.mark.parametrize('spec, deployed', [
     ({}, []),
     ({'sandboxWorkloads': {'enabled': False}, 'vfioManager': {'enabled': True}}, []),
+    ({'sandboxWorkloads': {'enabled': False, 'mode': 'kata'}, 'ccManager': {'enabled': True}}, []),
     ({'sandboxWorkloads': {'enabled': True}},
      ['nvidia-vgpu-device-manager', 'nvidia-sandbox-validator', 'nvidia-vfio-manager', 'nvidia-sandbox-device-plugin-daemonset']),
     ({'sandboxWorkloads': {'enabled': True, 'mode': 'kata'}},
@@ -49,8 +50,12 @@ def daemonsets(spec):
       'sandboxDevicePlugin': {'enabled': False}}, ['nvidia-sandbox-validator']),
 ])
 def test_the_sandbox_operands_deployed(spec, deployed):
-    present, absent, _rendered = daemonsets(spec)
+    present, absent, rendered = daemonsets(spec)
     assert present == deployed and sorted(absent) == sorted(set(SANDBOX) - set(deployed))
+    # What the resolution tells the node side (doctor.yml: does the CC manager run?) is what is rendered.
+    resolved = registry.resolution(spec)
+    validation = registry.render(resolved, 'gpu-operator', stage='validation')['present']
+    assert resolved['daemonsets'] == [obj['metadata']['name'] for obj in validation + rendered['present'] if obj['kind'] == 'DaemonSet']
 
 
 def test_the_operators_sample_with_sandbox_workloads_resolves_and_renders():
