@@ -116,7 +116,7 @@ def main():
         except k8s_client.ApiError as exc:
             # --check on a cluster without it: the operands' play only previewed the ClusterPolicy (or its CRD), so
             # the status is shown as this run would write it on the ClusterPolicy it creates.
-            if not (module.check_mode and exc.status == 404):
+            if not (module.check_mode and exc.status == k8s_client.NOT_FOUND):
                 raise
             module.warn('ClusterPolicy %s does not exist yet (check mode: this run would create it); the status is the one '
                         'the run would write' % params['name'])

@@ -174,7 +174,7 @@ def read_node_if_any(api, node_name):
     try:
         return read_node(api, node_name)
     except k8s_client.ApiError as exc:
-        if exc.status == 404:
+        if exc.status == k8s_client.NOT_FOUND:
             return None
         raise
 

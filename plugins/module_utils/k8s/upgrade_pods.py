@@ -120,7 +120,7 @@ def _gone(api, pod):
     try:
         found = api.read('get', ref, _core(api).read_namespaced_pod, metadata['name'], metadata['namespace'])
     except k8s_client.ApiError as exc:
-        if exc.status == 404:
+        if exc.status == k8s_client.NOT_FOUND:
             return True
         raise
     return found['metadata'].get('uid') != metadata.get('uid')
@@ -139,7 +139,7 @@ def delete_pods(api, pods, timeout, interval, clock=time.monotonic, sleep=time.s
             except k8s_client.ApiError as exc:
                 if exc.status == TOO_MANY_REQUESTS:
                     refused.append(pod)
-                elif exc.status != 404:
+                elif exc.status != k8s_client.NOT_FOUND:
                     raise
         pending = refused
         if pending and timeout and clock() - start >= timeout:
